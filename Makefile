@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build, boot and test the ftrace stackmap in a Linux 7.2 kernel under QEMU.
+#
+#   make run                 boot into a shell in /sys/kernel/tracing
+#   make run CMD='...'       run one command in the guest, exit with its status
+#   make check               build what is stale, boot, run every test
+#
+# See README.md for the rest.
+
+ROOT		:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD		?= $(ROOT)/build
+TREE		:= $(BUILD)/linux
+OBJ		:= $(BUILD)/obj
+TARGET_ARCH	?= x86_64
+
+include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
+export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ
+
+KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
+JOBS		?= $(shell nproc)
+FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
+IMAGE		:= $(BUILD)/bzImage
+INITRAMFS	:= $(BUILD)/initramfs.cpio
+QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
+
+.PHONY: all deps source install config kernel initramfs run check clean distclean
+
+all: kernel
+
+deps:
+	@$(ROOT)/scripts/deps.sh
+
+source: deps
+	@$(ROOT)/scripts/fetch-source.sh $(TREE)
+
+install: source
+	@$(ROOT)/scripts/install.sh $(TREE)
+
+config: install
+	@$(ROOT)/scripts/config.sh $(TREE) $(OBJ) $(FRAGMENTS)
+
+kernel: config
+	+@$(KMAKE) -j$(JOBS) $(notdir $(KERNEL_IMAGE))
+	@cmp -s $(OBJ)/$(KERNEL_IMAGE) $(IMAGE) || cp $(OBJ)/$(KERNEL_IMAGE) $(IMAGE)
+
+initramfs: install
+	@$(ROOT)/scripts/initramfs.sh $(TREE) $(INITRAMFS)
+
+run: kernel initramfs
+ifeq ($(CMD),)
+	@$(QEMU_ENV) INTERACTIVE=1 $(ROOT)/scripts/qemu-run.sh
+else
+	@$(QEMU_ENV) CMD='$(subst ','\'',$(CMD))' $(ROOT)/scripts/qemu-run.sh
+endif
+
+check: kernel initramfs
+	@$(QEMU_ENV) $(ROOT)/scripts/check.sh
+
+clean:
+	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out
+
+distclean:
+	rm -rf $(BUILD)

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The cookie that stands for a stack in the ring buffer.
+//!
+//! A cookie is `generation << 32 | slot`. The generation of a map starts at
+//! 1 and goes up by one at each reset, so 0 is never a valid cookie, and a
+//! cookie taken before a reset never names a stack inserted after it.
+
+/// A stack's name in the ring buffer: the map generation and the slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cookie(u64);
+
+/// The generation of a new map.
+pub(crate) const FIRST_GENERATION: u32 = 1;
+
+impl Cookie {
+    /// Makes the cookie of `slot` in `generation`.
+    #[inline]
+    pub(crate) fn new(generation: u32, slot: u32) -> Self {
+        Self((u64::from(generation) << 32) | u64::from(slot))
+    }
+
+    /// Takes a cookie read back from the ring buffer.
+    pub(crate) fn from_raw(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// Returns the value stored in the ring buffer.
+    #[inline]
+    pub(crate) fn to_raw(self) -> u64 {
+        self.0
+    }
+
+    /// Returns the generation the cookie was issued in.
+    pub(crate) fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// Returns the slot the cookie names.
+    pub(crate) fn slot(self) -> u32 {
+        self.0 as u32
+    }
+}

@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Make the kernel .config: tinyconfig plus the fragments, regenerated only
+# when a fragment or the installed Kconfig changed.  Every option a
+# fragment sets must survive olddefconfig, so a typo or a missing
+# dependency fails here instead of in a test.
+#
+# Usage: config.sh KERNEL_TREE OBJ_DIR FRAGMENT...
+set -euo pipefail
+
+TREE=$1
+OBJ=$2
+shift 2
+KMAKE=(make -s -C "$TREE" O="$OBJ" ARCH="$KERNEL_ARCH" LLVM=-19)
+
+sum=$(cat "$@" "$TREE/kernel/trace/stackmap/Kconfig" 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [ -f "$OBJ/.config" ] && [ "$(cat "$OBJ/.config.fragments" 2>/dev/null)" = "$sum" ]; then
+	exit 0
+fi
+
+mkdir -p "$OBJ"
+"${KMAKE[@]}" tinyconfig >/dev/null
+"$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$@" >/dev/null
+"${KMAKE[@]}" olddefconfig >/dev/null
+
+missing=
+for opt in $(grep -h '^CONFIG_.*=' "$@"); do
+	grep -qx "$opt" "$OBJ/.config" || missing="$missing $opt"
+done
+if [ -n "$missing" ]; then
+	echo "config: not in the final .config (dependency missing?):$missing" >&2
+	exit 1
+fi
+echo "$sum" > "$OBJ/.config.fragments"
+echo "config: $OBJ/.config from tinyconfig +$(printf ' %s' "${@##*/}")"

@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install what building, booting and testing the kernel needs.  Idempotent:
+# when everything is present it only checks and returns.
+set -euo pipefail
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
+PACKAGES="clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev
+	  libssl-dev cpio busybox-static gawk make python3 xz-utils zstd git rsync
+	  ca-certificates"
+MIN_BINDGEN=0.71.1
+
+missing=
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+
+# QEMU 7.2 (bookworm) crashes SMP guests under multi-threaded TCG when the
+# kernel patches its own text; bookworm-backports carries 10.0.
+qemu_ok() {
+	command -v qemu-system-x86_64 >/dev/null &&
+		qemu-system-x86_64 --version | head -1 |
+		awk '{ split($4, v, "."); exit !(v[1] >= 8) }'
+}
+
+if [ -n "$missing" ] || ! qemu_ok; then
+	if [ ! -e "$BACKPORTS" ]; then
+		$SUDO tee "$BACKPORTS" >/dev/null <<'EOS'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOS
+	fi
+	$SUDO apt-get update -qq
+	if [ -n "$missing" ]; then
+		echo "deps: installing$missing"
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+			--no-install-recommends $missing
+	fi
+	if ! qemu_ok; then
+		echo "deps: installing qemu-system-x86 from bookworm-backports"
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+			--no-install-recommends -t bookworm-backports \
+			qemu-system-x86
+	fi
+fi
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+	rustup component add rust-src
+fi
+
+version_ge() {
+	[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]
+}
+
+bindgen_version=$(bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
+if [ -z "$bindgen_version" ] || ! version_ge "$bindgen_version" "$MIN_BINDGEN"; then
+	echo "deps: installing bindgen-cli"
+	cargo install --locked bindgen-cli
+fi

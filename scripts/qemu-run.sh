@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the kernel under QEMU with the base initramfs plus one command, and
+# exit with the guest command's status.  A guest that panics, hangs past
+# TIMEOUT or never prints the exit marker fails, showing its last lines.
+#
+# Environment: QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE (from arch/*/arch.mk),
+# KERNEL, INITRAMFS, BUILD, and optionally CMD (empty: interactive shell),
+# TIMEOUT (seconds), APPEND (extra kernel command line), LOG (console copy).
+set -uo pipefail
+
+: "${KERNEL:?}" "${INITRAMFS:?}" "${BUILD:?}" "${QEMU_SYSTEM:?}"
+TIMEOUT=${TIMEOUT:-300}
+LOG=${LOG:-$BUILD/console.log}
+MARKER=@@STACKMAP-GUEST-EXIT@@
+CMD=${CMD-}
+APPEND=${APPEND-}
+INTERACTIVE=${INTERACTIVE:-0}
+
+run_dir=$(mktemp -d)
+trap 'rm -rf "$run_dir"' EXIT
+
+# The per-boot part of the initramfs: the command to run.  The kernel
+# unpacks concatenated cpio archives in order, so it is appended.
+mkdir -p "$run_dir/root"
+if [ "$INTERACTIVE" = 1 ]; then
+	touch "$run_dir/root/run-interactive"
+	cp "$(dirname "$0")/../guest/banner" "$run_dir/root/run-banner"
+else
+	printf '%s\n' "$CMD" > "$run_dir/root/run-cmd"
+fi
+(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/run.cpio"
+cat "$INITRAMFS" "$run_dir/run.cpio" > "$run_dir/initrd"
+
+qemu() { # accel timeout
+	local accel=$1 limit=$2
+	shift 2
+	timeout -k 5 "$limit" "$QEMU_SYSTEM" $QEMU_MACHINE -accel "$accel" \
+		-smp 2 -m 1G -nic none -no-reboot -display none \
+		-kernel "$KERNEL" -initrd "$run_dir/initrd" \
+		-append "console=$GUEST_CONSOLE panic=-1 oops=panic $APPEND" \
+		"$@"
+}
+
+# KVM hangs the guest on some hosts: use it only once a boot under it has
+# been seen to work, and remember the verdict.
+accel_file=$BUILD/accel
+if [ ! -s "$accel_file" ]; then
+	accel=tcg
+	if [ -w /dev/kvm ]; then
+		printf 'true\n' > "$run_dir/root/run-cmd"
+		rm -f "$run_dir/root/run-interactive"
+		(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/probe.cpio"
+		cat "$INITRAMFS" "$run_dir/probe.cpio" > "$run_dir/probe"
+		if timeout -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm -smp 2 -m 1G \
+			-nic none -no-reboot -display none -serial stdio -monitor none \
+			-kernel "$KERNEL" -initrd "$run_dir/probe" \
+			-append "console=$GUEST_CONSOLE panic=-1 quiet" </dev/null 2>/dev/null |
+			tr -d '\r' | grep -q "^$MARKER 0"; then
+			accel=kvm
+		fi
+	fi
+	echo "$accel" > "$accel_file"
+	echo "qemu: using $accel (KVM $( [ "$accel" = kvm ] && echo works || echo 'unusable or hangs'))" >&2
+fi
+accel=$(cat "$accel_file")
+[ "$accel" = tcg ] && accel=tcg,thread=multi
+
+if [ "$INTERACTIVE" = 1 ]; then
+	echo "qemu: interactive guest; 'reboot -f' or Ctrl-A X ends it" >&2
+	qemu "$accel" 100000 -serial mon:stdio -monitor none
+	exit $?
+fi
+
+start=$(date +%s)
+qemu "$accel" "$TIMEOUT" -chardev stdio,id=con,signal=off -serial chardev:con \
+	-monitor none </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
+rc=${PIPESTATUS[0]}
+elapsed=$(( $(date +%s) - start ))
+
+status=$(sed -n "s/^$MARKER \([0-9]*\)$/\1/p" "$LOG" | tail -1)
+if [ -n "$status" ]; then
+	exit "$status"
+fi
+
+echo >&2
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	echo "qemu: guest hung: no exit after ${elapsed}s (TIMEOUT=$TIMEOUT)" >&2
+elif grep -q 'Kernel panic' "$LOG"; then
+	echo "qemu: guest panicked after ${elapsed}s:" >&2
+	grep -m1 -A3 'Kernel panic' "$LOG" >&2
+else
+	echo "qemu: guest ended without reporting (qemu exit $rc) after ${elapsed}s" >&2
+fi
+echo "---- last console lines ($LOG) ----" >&2
+tail -n 25 "$LOG" >&2
+exit 1

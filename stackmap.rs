@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ftrace stackmap: store each distinct kernel stack once, record a cookie.
+//!
+//! ftrace records the same kernel stacks over and over, 80 to 250 bytes of
+//! ring buffer each. With `options/stackmap` set, each distinct stack is
+//! stored once in a table preallocated from vmalloc when the option is first
+//! enabled, and the ring buffer gets a `stack_cookie` event holding
+//! `generation << 32 | slot` instead of the frames.
+//!
+//! Lookup and insert are lock-free and safe in any context, NMI included
+//! ([`table`]); whatever cannot be stored is recorded in full by the caller,
+//! so no stack is ever lost. A reset ([`reset`]) empties the map and bumps
+//! its generation so that old cookies stop resolving.
+//!
+//! See Documentation/trace/ftrace-stackmap.rst.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{rcu, Arc, Mutex},
+};
+
+mod cookie;
+pub mod ffi;
+mod hash;
+mod platform;
+mod reset;
+mod stats;
+mod table;
+#[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
+mod tests;
+
+use hash::{SeededHash, StackHash};
+use stats::Stats;
+use table::{Fallback, Found, Table};
+
+/// Prefix of this crate's `pr_*!` messages (set by `module!` in modules).
+const __LOG_PREFIX: &[u8] = b"ftrace_stackmap\0";
+
+/// Default `log2` of the number of stacks a map holds.
+pub(crate) const DEFAULT_BITS: u32 = 14;
+
+/// One trace instance's stack map: the table, its counters and the lock
+/// that serializes resets against each other and against dumps.
+#[pin_data]
+pub(crate) struct StackMap<H: StackHash = SeededHash> {
+    /// The slot table and frame arena.
+    table: Table<H>,
+    /// Per-CPU counters.
+    stats: Stats,
+    /// Held by a reset, and by a reader of the dump so that it never sees a
+    /// half-reset map.
+    #[pin]
+    reset_lock: Mutex<()>,
+}
+
+impl StackMap {
+    /// Allocates a map for `2^bits` stacks with a random hash seed.
+    pub(crate) fn new(bits: u32) -> Result<Arc<Self>> {
+        // SAFETY: `get_random_u64()` has no preconditions.
+        let seed = unsafe { kernel::bindings::get_random_u64() };
+        Self::with_hash(bits, SeededHash::new(seed))
+    }
+}
+
+impl<H: StackHash> StackMap<H> {
+    /// Allocates a map for `2^bits` stacks placed by `hash`.
+    pub(crate) fn with_hash(bits: u32, hash: H) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                table: Table::new(bits, hash)?,
+                stats: Stats::new()?,
+                reset_lock <- new_mutex!(()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Returns the cookie of `frames`, inserting the stack if it is new,
+    /// and counts the outcome.
+    ///
+    /// The RCU read-side critical section `_rcu` is what a reset waits for
+    /// before it clears the table.
+    #[inline]
+    pub(crate) fn lookup(&self, frames: &[usize], _rcu: &rcu::Guard) -> Result<Found, Fallback> {
+        let outcome = self.table.lookup_or_insert(frames);
+        self.stats.count(&outcome);
+        outcome
+    }
+
+    /// Returns the table.
+    pub(crate) fn table(&self) -> &Table<H> {
+        &self.table
+    }
+
+    /// Returns the counters.
+    pub(crate) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Returns the whole footprint of the map in bytes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        size_of::<Self>() + self.table.memory_bytes() + self.stats.memory_bytes()
+    }
+}

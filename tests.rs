@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit tests of the stackmap's table: the rules of the slot protocol,
+//! checked in the booted kernel.
+
+use kernel::prelude::*;
+
+#[kunit_tests(ftrace_stackmap)]
+mod cases {
+    use crate::{
+        cookie::{Cookie, FIRST_GENERATION},
+        hash::{SeededHash, StackHash},
+        platform::{Atomic, Relaxed},
+        table::{Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
+        StackMap,
+    };
+    use kernel::{
+        prelude::*,
+        sync::{rcu, Arc},
+        time::{delay::fsleep, Delta},
+        workqueue,
+    };
+
+    /// A hash that sends every stack to the same slot with the same key, so
+    /// that only the full comparison of frames tells stacks apart.
+    struct CollidingHash;
+
+    impl StackHash for CollidingHash {
+        fn hash(&self, _frames: &[usize]) -> u64 {
+            0x1234_5678_9abc_def0
+        }
+    }
+
+    /// Makes a stack of `depth` frames that differs for each `id`.
+    fn stack(id: usize, depth: usize) -> KVec<usize> {
+        let mut frames = KVec::with_capacity(depth, GFP_KERNEL).expect("alloc");
+        for i in 0..depth {
+            frames
+                .push(0xffff_ffff_8100_0000 + id * 0x1000 + i * 8, GFP_KERNEL)
+                .expect("alloc");
+        }
+        frames
+    }
+
+    fn map(bits: u32) -> Arc<StackMap> {
+        StackMap::new(bits).expect("map allocation")
+    }
+
+    fn lookup<H: StackHash>(map: &StackMap<H>, frames: &[usize]) -> Result<Found, Fallback> {
+        map.lookup(frames, &rcu::read_lock())
+    }
+
+    /// Returns the frames `cookie` resolves to.
+    fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
+        let record = map.table().resolve(cookie)?;
+        let mut out = KVec::new();
+        for f in record.frames() {
+            out.push(f, GFP_KERNEL).expect("alloc");
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn equal_stacks_share_one_cookie() {
+        let map = map(BITS_MIN);
+        let s = stack(1, 12);
+        let first = lookup(&map, &s).expect("insert");
+        assert!(matches!(first, Found::Inserted(_)));
+        for _ in 0..5 {
+            let again = lookup(&map, &s).expect("hit");
+            assert_eq!(again, Found::Hit(first.cookie()));
+        }
+        assert_eq!(map.table().entries(), 1);
+        let record = map.table().resolve(first.cookie()).expect("resolves");
+        assert_eq!(record.refs, 6);
+    }
+
+    #[test]
+    fn distinct_stacks_get_distinct_cookies() {
+        let map = map(BITS_MIN);
+        let mut cookies = KVec::new();
+        for id in 0..200 {
+            let c = lookup(&map, &stack(id, 1 + id % 20))
+                .expect("insert")
+                .cookie();
+            assert!(!cookies.contains(&c));
+            cookies.push(c, GFP_KERNEL).expect("alloc");
+        }
+        for (id, c) in cookies.iter().enumerate() {
+            assert_eq!(
+                resolve(&map, *c).expect("resolves")[..],
+                stack(id, 1 + id % 20)[..]
+            );
+        }
+        assert_eq!(map.table().entries(), 200);
+    }
+
+    #[test]
+    fn colliding_hashes_compare_frames_and_probe_on() {
+        let map = StackMap::with_hash(BITS_MIN, CollidingHash).expect("map");
+        let mut cookies = KVec::new();
+        for id in 0..MAX_PROBE {
+            let found = lookup(&map, &stack(id, 8)).expect("insert");
+            assert!(matches!(found, Found::Inserted(_)));
+            assert!(!cookies.contains(&found.cookie()));
+            cookies.push(found.cookie(), GFP_KERNEL).expect("alloc");
+        }
+        // Same hash, same key: only the frames tell the stacks apart.
+        for (id, c) in cookies.iter().enumerate() {
+            assert_eq!(lookup(&map, &stack(id, 8)), Ok(Found::Hit(*c)));
+            assert_eq!(resolve(&map, *c).expect("resolves")[..], stack(id, 8)[..]);
+        }
+        // A stack that differs only in its last frame is not a hit.
+        let mut near = stack(0, 8);
+        near[7] += 1;
+        assert_eq!(lookup(&map, &near), Err(Fallback::Full));
+    }
+
+    #[test]
+    fn full_table_falls_back_and_corrupts_nothing() {
+        let map = StackMap::with_hash(BITS_MIN, CollidingHash).expect("map");
+        for id in 0..MAX_PROBE {
+            lookup(&map, &stack(id, 4)).expect("insert");
+        }
+        // The probe sequence is exhausted: the next new stack falls back.
+        assert_eq!(lookup(&map, &stack(MAX_PROBE, 4)), Err(Fallback::Full));
+        assert_eq!(map.table().entries(), MAX_PROBE);
+        for id in 0..MAX_PROBE {
+            assert!(matches!(lookup(&map, &stack(id, 4)), Ok(Found::Hit(_))));
+        }
+        assert_eq!(map.stats().totals().full, 1);
+    }
+
+    #[test]
+    fn full_arena_falls_back_and_corrupts_nothing() {
+        let map = map(BITS_MIN);
+        let capacity = map.table().capacity();
+        // Stacks of MAX_DEPTH frames fill the arena long before the table.
+        let fit = capacity * (1 + DESIGN_DEPTH) / (1 + MAX_DEPTH);
+        let mut cookies = KVec::new();
+        for id in 0..fit {
+            let c = lookup(&map, &stack(id, MAX_DEPTH)).expect("fits").cookie();
+            cookies.push(c, GFP_KERNEL).expect("alloc");
+        }
+        assert_eq!(lookup(&map, &stack(fit, MAX_DEPTH)), Err(Fallback::Full));
+        // A shallow stack still fits in what is left.
+        assert!(lookup(&map, &stack(fit + 1, 2)).is_ok());
+        for (id, c) in cookies.iter().enumerate() {
+            assert_eq!(
+                resolve(&map, *c).expect("resolves")[..],
+                stack(id, MAX_DEPTH)[..]
+            );
+        }
+        assert!(map.table().arena_bytes_used() <= map.table().memory_bytes());
+    }
+
+    #[test]
+    fn capacity_bounds_the_number_of_stacks() {
+        let map = map(BITS_MIN);
+        let capacity = map.table().capacity();
+        for id in 0..capacity {
+            lookup(&map, &stack(id, 1)).expect("fits");
+        }
+        assert_eq!(lookup(&map, &stack(capacity, 1)), Err(Fallback::Full));
+        assert_eq!(map.table().entries(), capacity);
+    }
+
+    #[test]
+    fn depth_zero_one_max_fit_and_max_plus_one_falls_back() {
+        let map = map(BITS_MIN);
+        for depth in [0, 1, MAX_DEPTH] {
+            let s = stack(depth, depth);
+            let c = lookup(&map, &s).expect("fits").cookie();
+            assert_eq!(resolve(&map, c).expect("resolves")[..], s[..]);
+            assert_eq!(lookup(&map, &s), Ok(Found::Hit(c)));
+        }
+        assert_eq!(lookup(&map, &stack(1, MAX_DEPTH + 1)), Err(Fallback::Depth));
+        assert_eq!(map.stats().totals().depth, 1);
+        assert_eq!(map.table().entries(), 3);
+    }
+
+    #[test]
+    fn reset_empties_bumps_generation_and_stales_cookies() {
+        let map = map(BITS_MIN);
+        let old = lookup(&map, &stack(7, 10)).expect("insert").cookie();
+        assert_eq!(old.generation(), FIRST_GENERATION);
+        map.reset();
+        assert_eq!(map.table().generation(), FIRST_GENERATION + 1);
+        assert_eq!(map.table().entries(), 0);
+        assert_eq!(map.table().arena_bytes_used(), 0);
+        assert!(resolve(&map, old).is_none());
+        // The same stack comes back in the new generation, maybe in the
+        // same slot, under a cookie the old one can never equal.
+        let new = lookup(&map, &stack(7, 10)).expect("insert");
+        assert!(matches!(new, Found::Inserted(_)));
+        assert_eq!(new.cookie().generation(), FIRST_GENERATION + 1);
+        assert_ne!(new.cookie(), old);
+        assert!(resolve(&map, old).is_none());
+        assert_eq!(
+            resolve(&map, new.cookie()).expect("resolves")[..],
+            stack(7, 10)[..]
+        );
+    }
+
+    #[test]
+    fn counters_add_up_and_restart_on_reset() {
+        let map = map(BITS_MIN);
+        let mut lookups = 0u64;
+        for round in 0..3 {
+            for id in 0..50 {
+                let _ = lookup(&map, &stack(id, 5 + round));
+                lookups += 1;
+            }
+        }
+        let _ = lookup(&map, &stack(0, MAX_DEPTH + 1));
+        lookups += 1;
+        let t = map.stats().totals();
+        assert_eq!(t.inserts, 150);
+        assert_eq!(t.depth, 1);
+        assert_eq!(t.hits + t.inserts + t.fallbacks(), lookups);
+        let mut per_cpu = 0;
+        for cpu in 0..map.stats().cpu_count() {
+            let c = map.stats().cpu(cpu).expect("cpu");
+            per_cpu += c.hits + c.inserts + c.fallbacks();
+        }
+        assert_eq!(per_cpu, lookups);
+        map.reset();
+        let t = map.stats().totals();
+        assert_eq!(t.hits + t.inserts + t.fallbacks(), 0);
+    }
+
+    #[test]
+    fn memory_per_stored_stack_is_within_budget() {
+        let map = map(crate::DEFAULT_BITS);
+        let table = map.table();
+        for depth in [1, 8, 16, 32, MAX_DEPTH] {
+            let before = table.arena_bytes_used();
+            lookup(&map, &stack(depth, depth)).expect("insert");
+            let bytes = table.arena_bytes_used() - before;
+            // The record: a header word and one word per frame.
+            assert_eq!(bytes, 8 * depth + 8);
+            assert!(bytes <= 8 * depth + 16);
+        }
+        // The slot table's share: two 8-byte slots per stack of capacity.
+        let share =
+            (table.memory_bytes() - table.capacity() * (1 + DESIGN_DEPTH) * 8) / table.capacity();
+        assert_eq!(share, 16);
+        pr_info!(
+            "stackmap: depth d costs 8 * d + 8 bytes of arena plus {} bytes of slot table; \
+             bits {}: {} bytes for {} stacks\n",
+            share,
+            table.bits(),
+            map.memory_bytes(),
+            table.capacity()
+        );
+    }
+
+    #[test]
+    fn bits_out_of_range_are_rejected() {
+        assert!(StackMap::new(BITS_MIN - 1).is_err());
+        assert!(StackMap::new(BITS_MAX + 1).is_err());
+        assert_eq!(map(BITS_MIN).table().slot_count(), 2 << BITS_MIN);
+    }
+
+    #[test]
+    fn cookie_packs_generation_and_slot() {
+        let c = Cookie::new(3, 0x1234);
+        assert_eq!(c.to_raw(), (3u64 << 32) | 0x1234);
+        assert_eq!(Cookie::from_raw(c.to_raw()), c);
+        assert_eq!((c.generation(), c.slot()), (3, 0x1234));
+        assert_ne!(Cookie::new(FIRST_GENERATION, 0).to_raw(), 0);
+        // A cookie of a generation the map has not reached never resolves.
+        let map = map(BITS_MIN);
+        let c = lookup(&map, &stack(1, 3)).expect("insert").cookie();
+        assert!(resolve(&map, Cookie::new(c.generation() + 1, c.slot())).is_none());
+        assert!(resolve(&map, Cookie::new(c.generation(), c.slot() ^ 1)).is_none());
+    }
+
+    #[test]
+    fn seeded_hash_depends_on_seed_and_every_frame() {
+        let a = SeededHash::new(1);
+        let b = SeededHash::new(2);
+        let s = stack(3, 16);
+        assert_ne!(a.hash(&s), b.hash(&s));
+        let mut t = stack(3, 16);
+        t[15] ^= 8;
+        assert_ne!(a.hash(&s), a.hash(&t));
+        assert_ne!(a.hash(&s[..15]), a.hash(&s));
+    }
+
+    #[test]
+    fn concurrent_inserts_store_each_stack_once() {
+        const STACKS: usize = 400;
+        const ROUNDS: usize = 20;
+        let map = map(BITS_MIN);
+        let done = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+
+        // The worker walks the stacks upwards, this thread downwards, so the
+        // two insert the same stacks at the same time in the middle.
+        let (m, d) = (map.clone(), done.clone());
+        workqueue::system_unbound()
+            .try_spawn(GFP_KERNEL, move || {
+                for _ in 0..ROUNDS {
+                    for id in 0..STACKS {
+                        let _ = lookup(&m, &stack(id, 1 + id % 24));
+                    }
+                }
+                d.store(1, Relaxed);
+            })
+            .expect("spawn");
+        for _ in 0..ROUNDS {
+            for id in (0..STACKS).rev() {
+                let _ = lookup(&map, &stack(id, 1 + id % 24));
+            }
+        }
+        while done.load(Relaxed) == 0 {
+            fsleep(Delta::from_millis(1));
+        }
+
+        let table = map.table();
+        assert_eq!(table.entries(), STACKS);
+        let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
+        for slot in 0..table.slot_count() {
+            let Some(record) = table.slot(slot) else {
+                continue;
+            };
+            let mut frames = KVec::new();
+            for f in record.frames() {
+                frames.push(f, GFP_KERNEL).expect("alloc");
+            }
+            let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
+            assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
+            seen[id] += 1;
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        let t = map.stats().totals();
+        assert_eq!(t.inserts, STACKS as u64);
+        assert_eq!(
+            t.hits + t.inserts + t.fallbacks(),
+            (2 * ROUNDS * STACKS) as u64
+        );
+    }
+}
