@@ -51,7 +51,7 @@ run: kernel initramfs
 ifeq ($(CMD),)
 	@$(QEMU_ENV) INTERACTIVE=1 $(ROOT)/scripts/qemu-run.sh
 else
-	@$(QEMU_ENV) CMD='$(subst ','\'',$(CMD))' $(ROOT)/scripts/qemu-run.sh
+	@$(QEMU_ENV) CMD='$(subst ','\'',$(value CMD))' $(ROOT)/scripts/qemu-run.sh
 endif
 
 check: kernel initramfs

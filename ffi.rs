@@ -8,13 +8,24 @@
 //! a raw pointer: it owns one reference, given back by
 //! [`ftrace_stackmap_put`].
 
-use crate::{cookie::Cookie, StackMap};
+use crate::{
+    cookie::Cookie,
+    table::{BITS_MAX, BITS_MIN, MAX_DEPTH},
+    tracefs, StackMap, DEFAULT_BITS,
+};
 use kernel::{
     bindings,
-    ffi::{c_int, c_uint, c_ulong},
+    ffi::{c_int, c_long, c_uint, c_ulong},
     prelude::*,
+    seq_file::SeqFile,
     sync::{rcu, Arc, ArcBorrow},
 };
+
+// The C side sizes its buffers and checks its parameters with these.
+const _: () = assert!(MAX_DEPTH == bindings::FTRACE_STACKMAP_MAX_DEPTH as usize);
+const _: () = assert!(DEFAULT_BITS == bindings::FTRACE_STACKMAP_BITS_DEFAULT);
+const _: () = assert!(BITS_MIN == bindings::FTRACE_STACKMAP_BITS_MIN);
+const _: () = assert!(BITS_MAX == bindings::FTRACE_STACKMAP_BITS_MAX);
 
 /// The C name of a map.
 type CMap = bindings::ftrace_stackmap;
@@ -25,10 +36,10 @@ type CMap = bindings::ftrace_stackmap;
 ///
 /// `map` must come from [`ftrace_stackmap_alloc`] or [`ftrace_stackmap_get`]
 /// and its reference must not be put for the lifetime `'a`.
-unsafe fn borrow<'a>(map: *mut CMap) -> ArcBorrow<'a, StackMap> {
+unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
     // SAFETY: Per the function's safety requirements, `map` came from
     // `Arc::into_raw()` and its reference is still held for `'a`.
-    unsafe { ArcBorrow::from_raw(map.cast::<StackMap>().cast_const()) }
+    unsafe { &*map.cast::<StackMap>() }
 }
 
 /// Allocates a map for `2^bits` stacks; returns NULL if `bits` is out of
@@ -53,8 +64,10 @@ pub unsafe extern "C" fn ftrace_stackmap_alloc(bits: c_uint) -> *mut CMap {
 /// function, whose reference the caller holds for the duration of the call.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_get(map: *mut CMap) -> *mut CMap {
-    // SAFETY: The caller holds a reference for the duration of the call.
-    let map: Arc<StackMap> = unsafe { borrow(map) }.into();
+    // SAFETY: `map` came from `Arc::into_raw()` and the caller holds its
+    // reference for the duration of the call.
+    let map: Arc<StackMap> =
+        unsafe { ArcBorrow::from_raw(map.cast::<StackMap>().cast_const()) }.into();
     Arc::into_raw(map).cast_mut().cast()
 }
 
@@ -128,21 +141,14 @@ pub unsafe extern "C" fn ftrace_stackmap_resolve(
     // SAFETY: `frames` is valid for `size` writes per the safety
     // requirements; `c_ulong` and `usize` have the same layout.
     let out = unsafe { core::slice::from_raw_parts_mut(frames.cast::<usize>(), size as usize) };
-    let table = map.table();
-    let Some(sequence) = table.read_begin() else {
-        return ENOENT.to_errno();
-    };
-    let Some(record) = table.resolve(Cookie::from_raw(cookie)) else {
-        return ENOENT.to_errno();
-    };
-    let depth = record.depth();
-    for (dst, frame) in out.iter_mut().zip(record.frames()) {
-        *dst = frame;
+    let cookie = Cookie::from_raw(cookie);
+    match map
+        .table()
+        .copy_slot(cookie.slot() as usize, cookie.generation(), out)
+    {
+        Some((_, depth)) => depth.min(out.len()) as c_int,
+        None => ENOENT.to_errno(),
     }
-    if table.read_retry(sequence) {
-        return ENOENT.to_errno();
-    }
-    depth as c_int
 }
 
 /// Empties `map` and bumps its generation; see [`StackMap::reset`].
@@ -154,4 +160,98 @@ pub unsafe extern "C" fn ftrace_stackmap_resolve(
 pub unsafe extern "C" fn ftrace_stackmap_reset(map: *mut CMap) {
     // SAFETY: `map` is live for the call per the safety requirements.
     unsafe { borrow(map) }.reset();
+}
+
+/// Returns `log2` of the number of stacks `map` holds.
+///
+/// # Safety
+///
+/// `map` must be a live map.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_bits(map: *mut CMap) -> c_uint {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    unsafe { borrow(map) }.table().bits()
+}
+
+/// Returns the current generation of `map`.
+///
+/// # Safety
+///
+/// `map` must be a live map.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_generation(map: *mut CMap) -> u32 {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    unsafe { borrow(map) }.table().generation()
+}
+
+/// Returns the first populated slot at or after `pos`, or -ENOENT when
+/// there is none or `generation` is no longer the map's.
+///
+/// # Safety
+///
+/// `map` must be a live map.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_next_slot(
+    map: *mut CMap,
+    pos: c_ulong,
+    generation: u32,
+) -> c_long {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    let table = unsafe { borrow(map) }.table();
+    if table.generation() != generation {
+        return ENOENT.to_errno() as c_long;
+    }
+    match table.next_populated(pos) {
+        Some(slot) => slot as c_long,
+        None => ENOENT.to_errno() as c_long,
+    }
+}
+
+/// Prints the record in `slot` to the `stack_map` seq file.
+///
+/// Returns 0, or `SEQ_SKIP` when the slot no longer holds a stack of
+/// `generation` (a reset raced the read), so that seq_read() moves on.
+///
+/// # Safety
+///
+/// `map` must be a live map and `m` a seq file being shown by this thread.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_show_slot(
+    map: *mut CMap,
+    m: *mut bindings::seq_file,
+    slot: c_uint,
+    generation: u32,
+) -> c_int {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    let map = unsafe { borrow(map) };
+    // SAFETY: `m` is a valid seq file used only by this thread for the
+    // call, per the safety requirements.
+    let m = unsafe { SeqFile::from_raw(m) };
+    if tracefs::show_slot(map, m, slot as usize, generation) {
+        0
+    } else {
+        bindings::SEQ_SKIP as c_int
+    }
+}
+
+/// Prints `stack_map_stat`: the counters of `map`, or, when `map` is NULL,
+/// the size a map of `bits` would have.
+///
+/// # Safety
+///
+/// `map` must be NULL or a live map, and `m` a seq file being shown by this
+/// thread.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_show_stat(
+    map: *mut CMap,
+    m: *mut bindings::seq_file,
+    bits: c_uint,
+) {
+    // SAFETY: `map` is NULL or live for the call per the safety
+    // requirements.
+    let map = (!map.is_null()).then(|| unsafe { borrow(map) });
+    // SAFETY: `m` is a valid seq file used only by this thread for the
+    // call, per the safety requirements.
+    let m = unsafe { SeqFile::from_raw(m) };
+    tracefs::show_stat(map, m, bits);
 }

@@ -30,6 +30,7 @@ mod stats;
 mod table;
 #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
 mod tests;
+mod tracefs;
 
 use hash::{SeededHash, StackHash};
 use stats::Stats;

@@ -341,8 +341,8 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the stack in `slot` if it holds a published one.
     ///
-    /// Readers that can race a reset must validate what they read with
-    /// [`Table::read_begin`] and [`Table::read_retry`].
+    /// The record may be cleared under a reader that races a reset; such
+    /// readers use [`Table::copy_slot`] instead.
     pub(crate) fn slot(&self, slot: usize) -> Option<Record<'_>> {
         // ORDERING: Acquire pairs with the publishing Release in `claim()`.
         match self.slots.get(slot)?.record.load(Acquire) {
@@ -360,9 +360,39 @@ impl<H: StackHash> Table<H> {
         self.slot(cookie.slot() as usize)
     }
 
+    /// Copies the stack in `slot` of `generation` into `out` (as much of it
+    /// as fits), validated against a concurrent reset; returns its ref count
+    /// and depth.
+    ///
+    /// Returns `None` if the slot holds no published stack, the generation
+    /// is not the current one, or a reset raced the copy.
+    pub(crate) fn copy_slot(
+        &self,
+        slot: usize,
+        generation: u32,
+        out: &mut [usize],
+    ) -> Option<(u32, usize)> {
+        let sequence = self.read_begin()?;
+        if self.generation() != generation {
+            return None;
+        }
+        let record = self.slot(slot)?;
+        for (dst, frame) in out.iter_mut().zip(record.frames()) {
+            *dst = frame;
+        }
+        let copied = (record.refs, record.depth());
+        (!self.read_retry(sequence)).then_some(copied)
+    }
+
+    /// Returns the first slot at or after `slot` that holds a published
+    /// stack.
+    pub(crate) fn next_populated(&self, slot: usize) -> Option<usize> {
+        (slot..self.slots.len()).find(|&s| self.slot(s).is_some())
+    }
+
     /// Starts a read that may race a reset; returns the sequence to pass to
     /// [`Table::read_retry`], or `None` while a reset runs.
-    pub(crate) fn read_begin(&self) -> Option<u32> {
+    fn read_begin(&self) -> Option<u32> {
         // ORDERING: Acquire pairs with the Release in `finish_reset()`.
         let sequence = self.sequence.load(Acquire);
         (sequence & 1 == 0).then_some(sequence)
@@ -370,7 +400,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns whether a reset began since [`Table::read_begin`] returned
     /// `sequence`, making what was read since then invalid.
-    pub(crate) fn read_retry(&self, sequence: u32) -> bool {
+    fn read_retry(&self, sequence: u32) -> bool {
         // ORDERING: the read barrier orders the reads of the table before
         // the second read of the sequence, as in read_seqcount_retry().
         smp_rmb();

@@ -17,6 +17,7 @@ mkdir -p "$STAGE"/{bin,sbin,etc,proc,sys,dev,tmp,root,usr/bin,usr/sbin}
 install -m755 /bin/busybox "$STAGE/bin/busybox"
 install -m755 "$ROOT/guest/init" "$STAGE/init"
 install -m644 "$ROOT/guest/check.sh" "$STAGE/check.sh"
+install -m644 "$ROOT/guest/boot-check.sh" "$STAGE/boot-check.sh"
 # Other users and groups: the ownership tests change files to them.
 printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1::/:/bin/false' \
 	'nobody:x:65534:65534::/:/bin/false' > "$STAGE/etc/passwd"

@@ -67,11 +67,13 @@ def verdict(m):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("log")
+    ap.add_argument("logs", nargs="+", metavar="log")
     ap.add_argument("--kunit-suite", action="append", default=[],
                     help="a KUnit suite that must have reported")
     ap.add_argument("--section", action="append", default=[],
                     help="an ftracetest section that must have reported")
+    ap.add_argument("--must-run", action="append", default=[],
+                    help="a section whose skipped cases count as failures")
     ap.add_argument("--cargo", help="cargo test output to count as well")
     args = ap.parse_args()
 
@@ -82,8 +84,10 @@ def main():
         counts[v] += 1
         print(f"{v.upper():8} {group}: {name}")
 
-    with open(args.log, errors="replace") as f:
-        log = f.read()
+    log = ""
+    for path in args.logs:
+        with open(path, errors="replace") as f:
+            log += f.read()
     for name, lines in sections(log):
         if name == "kunit":
             for case, v in kunit_cases(lines):
@@ -92,7 +96,7 @@ def main():
         elif name.startswith("ftracetest "):
             group = name.split()[1]
             n = 0
-            for case, v in ftracetest_cases(lines, group == "stackmap"):
+            for case, v in ftracetest_cases(lines, group in args.must_run):
                 count(group, case, v)
                 n += 1
             if n:

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Checks of a boot with
+#   trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
+#   trace_event=sched:sched_switch
+# on the kernel command line, printed as KTAP test lines.
+cd /sys/kernel/tracing || exit 1
+TEST_DIR=/selftests/ftrace/test.d
+. $TEST_DIR/stackmap/stackmap.lib
+
+n=0
+check() { # description command...
+	n=$((n + 1))
+	desc=$1
+	shift
+	if "$@" > /tmp/check.out 2>&1; then
+		echo "ok $n $desc"
+	else
+		sed 's/^/# /' /tmp/check.out
+		echo "not ok $n $desc"
+	fi
+}
+
+echo 0 > tracing_on
+trace_cookie_stacks | sort -u > /tmp/trace-stacks
+map_stacks | sort -u > /tmp/map-stacks
+
+option_is_on() { test "`cat options/stackmap`" = 1; }
+bits_are_12() {
+	test "`cat stack_map_bits`" = 12 && test "`stat_value capacity`" = 4096
+}
+first_stack_is_cookie() {
+	first=`grep -m1 '<stack' trace`
+	echo "first stack event: $first"
+	case "$first" in
+	*"<stack_id "*" gen 1>") return 0;;
+	esac
+	return 1
+}
+cookies_resolve() {
+	test -s /tmp/trace-stacks
+	test -z "`comm -23 /tmp/trace-stacks /tmp/map-stacks`"
+}
+nothing_lost() {
+	test "`count '<stack trace>' trace`" -eq "`stat_fallbacks`"
+}
+
+echo "1..5"
+check "boot: trace_options=stackmap turns the option on" option_is_on
+check "boot: ftrace_stackmap.bits=12 sizes the top map" bits_are_12
+check "boot: the first recorded stack is a cookie" first_stack_is_cookie
+check "boot: every cookie resolves to its stack_map record" cookies_resolve
+check "boot: every other stack is in full and counted" nothing_lost
+echo 1 > tracing_on

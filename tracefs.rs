@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the stackmap's tracefs files show.
+//!
+//! `stack_map` lists one record per populated slot, in slot order:
+//!
+//! ```text
+//! stack_id SLOT gen GEN ref REF depth DEPTH
+//!  => func+0x1c/0x80
+//! ```
+//!
+//! and `stack_map_stat` the map's size and counters as `name: value` lines,
+//! totals first, then one line per possible CPU. The C side owns the files
+//! and their locking; this module only formats.
+
+use crate::{
+    stats::Totals,
+    table::{MAX_DEPTH, MAX_PROBE},
+    StackMap,
+};
+use kernel::{cpu, seq_file::SeqFile, seq_print};
+
+/// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
+const TRAMPOLINE_MARKER: usize = i32::MAX as usize;
+
+/// Prints the record in `slot` if it is populated in `generation`.
+///
+/// Returns false, having printed nothing, if it is not (a reset raced the
+/// read, or the slot is empty).
+pub(crate) fn show_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u32) -> bool {
+    let mut frames = [0usize; MAX_DEPTH];
+    let Some((refs, depth)) = map.table().copy_slot(slot, generation, &mut frames) else {
+        return false;
+    };
+    seq_print!(
+        m,
+        "stack_id {slot} gen {generation} ref {refs} depth {depth}\n"
+    );
+    for &frame in frames.iter().take(depth) {
+        if frame == TRAMPOLINE_MARKER {
+            seq_print!(m, " => [FTRACE TRAMPOLINE]\n");
+        } else {
+            seq_print!(m, " => ");
+            m.print_symbol(frame);
+            seq_print!(m, "\n");
+        }
+    }
+    true
+}
+
+/// Prints the `stack_map_stat` file: of `map`, or of the map an instance
+/// would get with `bits` when it has none yet.
+pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
+    let (generation, entries, capacity, slots, memory, totals) = match map {
+        Some(map) => {
+            let table = map.table();
+            (
+                table.generation(),
+                table.entries(),
+                table.capacity(),
+                table.slot_count(),
+                map.memory_bytes(),
+                map.stats().totals(),
+            )
+        }
+        None => (0, 0, 1 << bits, 2 << bits, 0, Totals::default()),
+    };
+    seq_print!(m, "generation: {generation}\n");
+    seq_print!(m, "entries: {entries}\n");
+    seq_print!(m, "capacity: {capacity}\n");
+    seq_print!(m, "table_slots: {slots}\n");
+    seq_print!(m, "max_depth: {MAX_DEPTH}\n");
+    seq_print!(m, "max_probe: {MAX_PROBE}\n");
+    seq_print!(m, "memory_bytes: {memory}\n");
+    seq_print!(m, "hits: {}\n", totals.hits);
+    seq_print!(m, "inserts: {}\n", totals.inserts);
+    seq_print!(m, "fallback_full: {}\n", totals.full);
+    seq_print!(m, "fallback_busy: {}\n", totals.busy);
+    seq_print!(m, "fallback_depth: {}\n", totals.depth);
+    seq_print!(m, "fallback_reset: {}\n", totals.reset);
+    for n in 0..cpu::nr_cpu_ids() as usize {
+        let t = map.and_then(|map| map.stats().cpu(n)).unwrap_or_default();
+        seq_print!(
+            m,
+            "cpu{n}: hits {} inserts {} fallbacks {}\n",
+            t.hits,
+            t.inserts,
+            t.fallbacks()
+        );
+    }
+}
