@@ -5,6 +5,7 @@
 #   make run                 boot into a shell in /sys/kernel/tracing
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
+#   make bench               measure what the stackmap buys and costs
 #
 # See README.md for the rest.
 
@@ -24,7 +25,7 @@ IMAGE		:= $(BUILD)/bzImage
 INITRAMFS	:= $(BUILD)/initramfs.cpio
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
 
-.PHONY: all deps source install config kernel initramfs run check clean distclean
+.PHONY: all deps source install config kernel initramfs run check bench clean distclean
 
 all: kernel
 
@@ -56,6 +57,9 @@ endif
 
 check: kernel initramfs
 	@$(QEMU_ENV) $(ROOT)/scripts/check.sh
+
+bench: kernel initramfs
+	@$(QEMU_ENV) $(ROOT)/scripts/bench.sh
 
 clean:
 	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out

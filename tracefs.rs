@@ -10,7 +10,8 @@
 //! ```
 //!
 //! and `stack_map_stat` the map's size and counters as `name: value` lines,
-//! totals first, then one line per possible CPU. The C side owns the files
+//! totals first, then one line per possible CPU. `memory_bytes` is the
+//! whole footprint, `stack_bytes` what the stored stacks use of the arena. The C side owns the files
 //! and their locking; this module only formats.
 
 use crate::{
@@ -51,7 +52,7 @@ pub(crate) fn show_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u3
 /// Prints the `stack_map_stat` file: of `map`, or of the map an instance
 /// would get with `bits` when it has none yet.
 pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
-    let (generation, entries, capacity, slots, memory, totals) = match map {
+    let (generation, entries, capacity, slots, memory, stacks, totals) = match map {
         Some(map) => {
             let table = map.table();
             (
@@ -60,10 +61,11 @@ pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
                 table.capacity(),
                 table.slot_count(),
                 map.memory_bytes(),
+                table.arena_bytes_used(),
                 map.stats().totals(),
             )
         }
-        None => (0, 0, 1 << bits, 2 << bits, 0, Totals::default()),
+        None => (0, 0, 1 << bits, 2 << bits, 0, 0, Totals::default()),
     };
     seq_print!(m, "generation: {generation}\n");
     seq_print!(m, "entries: {entries}\n");
@@ -72,6 +74,7 @@ pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
     seq_print!(m, "max_depth: {MAX_DEPTH}\n");
     seq_print!(m, "max_probe: {MAX_PROBE}\n");
     seq_print!(m, "memory_bytes: {memory}\n");
+    seq_print!(m, "stack_bytes: {stacks}\n");
     seq_print!(m, "hits: {}\n", totals.hits);
     seq_print!(m, "inserts: {}\n", totals.inserts);
     seq_print!(m, "fallback_full: {}\n", totals.full);

@@ -18,6 +18,8 @@ install -m755 /bin/busybox "$STAGE/bin/busybox"
 install -m755 "$ROOT/guest/init" "$STAGE/init"
 install -m644 "$ROOT/guest/check.sh" "$STAGE/check.sh"
 install -m644 "$ROOT/guest/boot-check.sh" "$STAGE/boot-check.sh"
+install -m644 "$ROOT/guest/bench.sh" "$STAGE/bench.sh"
+gcc -O2 -static -o "$STAGE/bin/syscall_loop" "$ROOT/bench/syscall_loop.c"
 # Other users and groups: the ownership tests change files to them.
 printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1::/:/bin/false' \
 	'nobody:x:65534:65534::/:/bin/false' > "$STAGE/etc/passwd"

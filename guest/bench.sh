@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run in the guest by `make bench`. Every figure is printed as
+#   @@BENCH <group> <workload> <mode> <key> <value>
+# for scripts/bench.py. Off and on are measured in the same run: the
+# history workloads trace into two instances at once, one with the
+# stackmap and one without, so both see exactly the same events.
+cd /sys/kernel/tracing || exit 1
+
+emit() { echo "@@BENCH $*"; }
+
+# instance_report WORKLOAD MODE DIR: what the buffer of DIR retained.
+instance_report() {
+	w=$1 m=$2 d=$3
+	entries=0 bytes=0 overrun=0
+	for s in $d/per_cpu/cpu*/stats; do
+		entries=$((entries + `awk '/^entries:/ { print $2 }' $s`))
+		bytes=$((bytes + `awk '/^bytes:/ { print $2 }' $s`))
+		overrun=$((overrun + `awk '/^overrun:/ { print $2 }' $s`))
+	done
+	# The span every CPU's buffer covers: from the newest of the per-CPU
+	# oldest events to the newest event.
+	span=`awk '
+	match($0, /\[([0-9]+)\][^:]* ([0-9]+\.[0-9]+):/, f) {
+		cpu = f[1] + 0; ts = f[2] + 0
+		if (!(cpu in first)) first[cpu] = ts
+		if (ts > last) last = ts
+	}
+	END {
+		start = 0
+		for (c in first) if (first[c] > start) start = first[c]
+		printf "%.6f\n", last - start
+	}' $d/trace`
+	frames=`grep -c '^ => ' $d/trace || true`
+	full=`grep -c '<stack trace>' $d/trace || true`
+	cookies=`grep -c '<stack_id ' $d/trace || true`
+	emit history $w $m entries $entries
+	emit history $w $m bytes $bytes
+	emit history $w $m overrun $overrun
+	emit history $w $m span_s $span
+	emit history $w $m full_stacks $full
+	emit history $w $m cookies $cookies
+	emit history $w $m frames $frames
+	if [ $m = on ]; then
+		for k in entries hits inserts fallback_full fallback_busy \
+			 fallback_depth fallback_reset memory_bytes stack_bytes; do
+			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
+		done
+	fi
+}
+
+# wrapped DIR: whether every CPU buffer of DIR that holds events lost some.
+wrapped() {
+	for s in $1/per_cpu/cpu*/stats; do
+		e=`awk '/^entries:/ { print $2 }' $s`
+		o=`awk '/^overrun:/ { print $2 }' $s`
+		[ "$e" -eq 0 ] || [ "$o" -gt 0 ] || return 1
+	done
+}
+
+# history WORKLOAD SETUP WORK: trace WORK into a 1 MiB-per-CPU buffer with
+# and without the stackmap, at the same time.
+history() {
+	w=$1 setup=$2 work=$3
+	for m in off on; do
+		d=instances/bench-$m
+		mkdir $d
+		echo 0 > $d/tracing_on
+		echo 1024 > $d/buffer_size_kb
+		(cd $d && $setup)
+	done
+	echo 1 > instances/bench-on/options/stackmap
+	echo 1 > instances/bench-off/tracing_on
+	echo 1 > instances/bench-on/tracing_on
+	# Until both buffers wrapped, so that each holds what it can hold.
+	rounds=0
+	while [ $rounds -lt 40 ] && ! wrapped instances/bench-on; do
+		$work
+		rounds=$((rounds + 1))
+	done
+	emit history $w on rounds $rounds
+	echo 0 > instances/bench-on/tracing_on
+	echo 0 > instances/bench-off/tracing_on
+	for m in off on; do
+		instance_report $w $m instances/bench-$m
+	done
+	for m in off on; do
+		d=instances/bench-$m
+		echo nop > $d/current_tracer
+		echo 0 > $d/events/enable
+		rmdir $d
+	done
+}
+
+vfs_setup() {
+	echo 'vfs_read vfs_write do_sys_openat2' > set_ftrace_filter
+	echo function > current_tracer
+	echo 1 > options/func_stack_trace
+}
+sched_setup() {
+	echo 1 > options/stacktrace
+	echo 1 > events/sched/sched_switch/enable
+	echo 1 > events/sched/sched_wakeup/enable
+}
+hot_setup() {
+	echo '_raw_spin_lock* _raw_spin_unlock* kfree mutex_lock mutex_unlock __kmalloc* kmem_cache_* up_read down_read' > set_ftrace_filter
+	echo function > current_tracer
+	echo 1 > options/func_stack_trace
+}
+files_work() {
+	for i in `seq 100`; do
+		cat /proc/version /proc/uptime > /tmp/bench-file
+		ls /proc/self > /dev/null
+		echo $i >> /tmp/bench-file
+	done
+	dd if=/dev/zero of=/dev/null bs=64 count=2000 2> /dev/null
+}
+tree_work() {
+	ls -lR /sys/bus /sys/class > /dev/null 2>&1
+}
+
+history vfs vfs_setup files_work
+history sched sched_setup files_work
+history distinct hot_setup tree_work
+
+# Cost per recorded stack: a getppid() loop, untraced, traced with the
+# function tracer only, then with a full stack per call, then through the
+# stackmap (hits). Each figure is the median of five runs.
+loop() {
+	for i in 1 2 3 4 5; do /bin/syscall_loop 20000; done | sort -n | sed -n 3p
+}
+d=instances/bench-cost
+mkdir $d
+echo __x64_sys_getppid > $d/set_ftrace_filter
+emit cost loop none ns_per_call `loop`
+echo function > $d/current_tracer
+emit cost loop function ns_per_call `loop`
+echo 1 > $d/options/func_stack_trace
+emit cost loop full_stack ns_per_call `loop`
+echo 1 > $d/options/stackmap
+emit cost loop stackmap ns_per_call `loop`
+awk '/^(entries|hits|inserts): / { print "@@BENCH map loop on " $1 " " $2 }' $d/stack_map_stat | tr -d :
+echo 0 > $d/options/func_stack_trace
+echo nop > $d/current_tracer
+rmdir $d
+
+# The map's own cost, measured by the KUnit case at boot.
+dmesg | sed -n 's/.*stackmap_bench: depth \([0-9]*\) hit_ns \([0-9]*\) insert_ns \([0-9]*\).*/@@BENCH kernel depth\1 map hit_ns \2\n@@BENCH kernel depth\1 map insert_ns \3/p'

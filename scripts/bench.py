@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the figures a `make bench` guest printed into a table and JSON.
+
+Input lines: '@@BENCH <group> <workload> <mode> <key> <value>'. Off and on
+figures come from the same run, so the ratios are what to compare on a
+noisy machine. Prints the table, each target met or not, and writes JSON.
+"""
+
+import json
+import sys
+from collections import defaultdict
+
+REFERENCE_BYTES_PER_STACK = 520
+WORKLOADS = {
+    "vfs": "function tracer on vfs_read/vfs_write/do_sys_openat2, func_stack_trace",
+    "sched": "sched_switch + sched_wakeup, options/stacktrace",
+    "distinct": "function tracer on hot lock/alloc functions, func_stack_trace",
+}
+
+
+def parse(path):
+    data = defaultdict(lambda: defaultdict(dict))
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 6 and parts[0] == "@@BENCH":
+                _, group, workload, mode, key, value = parts
+                data[group][workload].setdefault(mode, {})[key] = float(value)
+    return data
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def main():
+    log, out = sys.argv[1], sys.argv[2]
+    data = parse(log)
+    result = {"history": {}, "memory": {}, "dedup": {}, "cost": {}, "map_cost": {}}
+    targets = []
+
+    print("History per buffer (1 MiB per CPU, same events into both buffers)")
+    print(f"{'workload':9} {'entries off':>11} {'on':>7} {'x':>5}  {'B/entry off':>11} "
+          f"{'on':>5}  {'span off s':>10} {'on':>7} {'x':>5}")
+    for w in WORKLOADS:
+        h = data["history"].get(w)
+        if not h or "off" not in h or "on" not in h:
+            print(f"{w:9} missing")
+            targets.append((f"history {w} measured", False, "no figures"))
+            continue
+        off, on = h["off"], h["on"]
+        row = {
+            "description": WORKLOADS[w],
+            "off": off,
+            "on": on,
+            "entries_ratio": ratio(on["entries"], off["entries"]),
+            "bytes_per_entry_off": ratio(off["bytes"], off["entries"]),
+            "bytes_per_entry_on": ratio(on["bytes"], on["entries"]),
+            "span_ratio": ratio(on["span_s"], off["span_s"]),
+        }
+        result["history"][w] = row
+        print(f"{w:9} {off['entries']:11.0f} {on['entries']:7.0f} {row['entries_ratio']:5.2f}  "
+              f"{row['bytes_per_entry_off']:11.1f} {row['bytes_per_entry_on']:5.1f}  "
+              f"{off['span_s']:10.3f} {on['span_s']:7.3f} {row['span_ratio']:5.2f}")
+        if w in ("vfs", "sched"):
+            targets.append((f"{w}: entries retained on/off >= 2.2",
+                            row["entries_ratio"] >= 2.2, f"{row['entries_ratio']:.2f}x"))
+
+    print()
+    print("Map memory and dedup at the end of each workload")
+    print(f"{'workload':9} {'stacks':>7} {'recorded':>9} {'dedup':>7} {'avg depth':>9} "
+          f"{'B/stack':>8} {'budget':>7} {'footprint/stack':>15} {'ref':>5}")
+    for w, m in sorted(data["map"].items()):
+        m = m.get("on", {})
+        stacks = m.get("entries", 0)
+        if not stacks or "stack_bytes" not in m:
+            continue
+        recorded = sum(m.get(k, 0) for k in ("hits", "inserts", "fallback_full",
+                                              "fallback_busy", "fallback_depth",
+                                              "fallback_reset"))
+        # A stored stack owns its record (8 * depth + 8) and its slot (8);
+        # the footprint also counts what is preallocated and unused.
+        depth = (m["stack_bytes"] / stacks - 8) / 8
+        per_stack = m["stack_bytes"] / stacks + 8
+        budget = 8 * depth + 16
+        footprint = m["memory_bytes"] / stacks
+        result["memory"][w] = {"stacks": stacks, "avg_depth": depth,
+                               "bytes_per_stack": per_stack, "budget": budget,
+                               "footprint_per_stack": footprint,
+                               "reference_bytes_per_stack": REFERENCE_BYTES_PER_STACK,
+                               "memory_bytes": m["memory_bytes"]}
+        result["dedup"][w] = {"distinct": stacks, "recorded": recorded,
+                              "recorded_per_distinct": ratio(recorded, stacks),
+                              "fallbacks": recorded - m.get("hits", 0) - m.get("inserts", 0)}
+        print(f"{w:9} {stacks:7.0f} {recorded:9.0f} {ratio(recorded, stacks):7.1f} "
+              f"{depth:9.1f} {per_stack:8.1f} {budget:7.1f} {footprint:15.1f} "
+              f"{REFERENCE_BYTES_PER_STACK:5}")
+        targets.append((f"{w}: bytes per stored stack <= 8 * depth + 16",
+                        per_stack <= budget + 1e-9, f"{per_stack:.1f} <= {budget:.1f}"))
+
+    print()
+    cost = {k: v.get("ns_per_call") for k, v in data["cost"].get("loop", {}).items()}
+    if all(cost.get(k) for k in ("none", "function", "full_stack", "stackmap")):
+        off = cost["full_stack"] - cost["function"]
+        on = cost["stackmap"] - cost["function"]
+        result["cost"] = {"ns_per_call": cost, "per_stack_off_ns": off,
+                          "per_stack_on_ns": on, "on_off_ratio": ratio(on, off)}
+        print("Cost per recorded stack (getppid loop, function tracer + func_stack_trace)")
+        print(f"  ns per call: untraced {cost['none']:.0f}, function {cost['function']:.0f}, "
+              f"+ full stack {cost['full_stack']:.0f}, + stackmap {cost['stackmap']:.0f}")
+        print(f"  per recorded stack: full {off:.0f} ns, cookie {on:.0f} ns, "
+              f"on/off {ratio(on, off):.2f}")
+        targets.append(("recording with the stackmap costs no more than without",
+                        on <= off, f"{on:.0f} ns vs {off:.0f} ns"))
+    else:
+        targets.append(("cost per recorded stack measured", False, "no figures"))
+        off = on = None
+
+    print()
+    print("The map's own cost, in-kernel (KUnit case, ns per op)")
+    for depth in (8, 16, 32):
+        k = data["kernel"].get(f"depth{depth}", {}).get("map")
+        if not k:
+            targets.append((f"map cost at depth {depth} measured", False, "no figures"))
+            continue
+        row = {"hit_ns": k["hit_ns"], "insert_ns": k["insert_ns"]}
+        if off:
+            row["hit_share_of_full_path"] = k["hit_ns"] / off
+        if on:
+            row["hit_share_of_cookie_path"] = k["hit_ns"] / on
+        result["map_cost"][f"depth{depth}"] = row
+        share = f", {100 * row['hit_share_of_full_path']:.0f}% of recording a full stack" if off else ""
+        print(f"  depth {depth:2}: hit {k['hit_ns']:.0f}, insert {k['insert_ns']:.0f}{share}")
+        if depth == 8 and off:
+            targets.append(("a map hit costs at most 15% of the stack-recording path",
+                            row["hit_share_of_full_path"] <= 0.15,
+                            f"{100 * row['hit_share_of_full_path']:.0f}%"))
+
+    print()
+    print("Targets")
+    for name, ok, detail in targets:
+        print(f"  {'met ' if ok else 'MISS'}  {name}: {detail}")
+    result["targets"] = [{"target": n, "met": ok, "value": d} for n, ok, d in targets]
+    with open(out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
