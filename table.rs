@@ -39,6 +39,10 @@ pub(crate) const BITS_MIN: u32 = 10;
 /// See [`BITS_MIN`].
 pub(crate) const BITS_MAX: u32 = 18;
 
+/// Where a record's ref count stops: `u32::MAX` less a margin for the adds
+/// in flight (at most four contexts on each of 2^16 CPUs).
+pub(crate) const REFS_MAX: u32 = u32::MAX - (4 << 16);
+
 /// `Slot::record` of a slot whose claimer found no room in the arena.
 const RECORD_DEAD: u32 = u32::MAX;
 
@@ -327,15 +331,15 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Counts one more recording of a published record, saturating.
+    ///
+    /// One atomic add, no retry loop: the count stops at [`REFS_MAX`],
+    /// which leaves room for every CPU in every context to be adding at
+    /// once without the count reaching the top of its 32 bits.
     fn add_ref(&self, record: u32) {
         let head = &self.arena[record as usize - 1];
-        let mut old = head.load(Relaxed);
-        while old >> 32 != u64::from(u32::MAX) {
-            // ORDERING: Relaxed: the count is a statistic.
-            match head.cmpxchg(old, old + (1 << 32), Relaxed) {
-                Ok(_) => return,
-                Err(current) => old = current,
-            }
+        // ORDERING: Relaxed: the count is a statistic and orders nothing.
+        if (head.load(Relaxed) >> 32) < u64::from(REFS_MAX) {
+            head.fetch_add(1 << 32, Relaxed);
         }
     }
 
