@@ -255,3 +255,41 @@ pub unsafe extern "C" fn ftrace_stackmap_show_stat(
     let m = unsafe { SeqFile::from_raw(m) };
     tracefs::show_stat(map, m, bits);
 }
+
+/// Returns the number of stacks stored in the current generation of `map`.
+///
+/// # Safety
+///
+/// `map` must be a live map.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_entries(map: *mut CMap) -> c_uint {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    unsafe { borrow(map) }.table().entries() as c_uint
+}
+
+/// Writes the record in `slot` to the `stack_map_bin` seq file.
+///
+/// Returns 0, or `SEQ_SKIP` when the slot no longer holds a stack of
+/// `generation`.
+///
+/// # Safety
+///
+/// `map` must be a live map and `m` a seq file being shown by this thread.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_show_bin_slot(
+    map: *mut CMap,
+    m: *mut bindings::seq_file,
+    slot: c_uint,
+    generation: u32,
+) -> c_int {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    let map = unsafe { borrow(map) };
+    // SAFETY: `m` is a valid seq file used only by this thread for the
+    // call, per the safety requirements.
+    let m = unsafe { SeqFile::from_raw(m) };
+    if tracefs::show_bin_slot(map, m, slot as usize, generation) {
+        0
+    } else {
+        bindings::SEQ_SKIP as c_int
+    }
+}

@@ -9,7 +9,8 @@
 //!  => func+0x1c/0x80
 //! ```
 //!
-//! and `stack_map_stat` the map's size and counters as `name: value` lines,
+//! `stack_map_bin` the same records in binary for tools, and
+//! `stack_map_stat` the map's size and counters as `name: value` lines,
 //! totals first, then one line per possible CPU. `memory_bytes` is the
 //! whole footprint, `stack_bytes` what the stored stacks use of the arena. The C side owns the files
 //! and their locking; this module only formats.
@@ -45,6 +46,25 @@ pub(crate) fn show_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u3
             m.print_symbol(frame);
             seq_print!(m, "\n");
         }
+    }
+    true
+}
+
+/// Writes the `stack_map_bin` record of `slot` if it is populated in
+/// `generation`: four u32 words (slot, depth, ref, 0), then the frames as
+/// u64, native-endian.
+///
+/// Returns false, having written nothing, if it is not.
+pub(crate) fn show_bin_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u32) -> bool {
+    let mut frames = [0usize; MAX_DEPTH];
+    let Some((refs, depth)) = map.table().copy_slot(slot, generation, &mut frames) else {
+        return false;
+    };
+    for word in [slot as u32, depth as u32, refs, 0] {
+        m.write(&word.to_ne_bytes());
+    }
+    for &frame in frames.iter().take(depth) {
+        m.write(&(frame as u64).to_ne_bytes());
     }
     true
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Make the kernel .config: tinyconfig plus the fragments, regenerated only
-# when a fragment or the installed Kconfig changed.  Every option a
+# when a fragment or the installed Kconfig changed, or an option they set
+# went missing (a Kconfig change seen by the kernel's own syncconfig).  Every option a
 # fragment sets must survive olddefconfig, so a typo or a missing
 # dependency fails here instead of in a test.
 #
@@ -14,8 +15,16 @@ OBJ=$2
 shift 2
 KMAKE=(make -s -C "$TREE" O="$OBJ" ARCH="$KERNEL_ARCH" LLVM=-19)
 
+# Options a fragment sets that the current .config lacks.
+missing_options() {
+	for opt in $(grep -h '^CONFIG_.*=' "$@"); do
+		grep -qx "$opt" "$OBJ/.config" 2>/dev/null || printf ' %s' "$opt"
+	done
+}
+
 sum=$(cat "$@" "$TREE/kernel/trace/stackmap/Kconfig" 2>/dev/null | sha256sum | cut -d' ' -f1)
-if [ -f "$OBJ/.config" ] && [ "$(cat "$OBJ/.config.fragments" 2>/dev/null)" = "$sum" ]; then
+if [ -f "$OBJ/.config" ] && [ "$(cat "$OBJ/.config.fragments" 2>/dev/null)" = "$sum" ] &&
+   [ -z "$(missing_options "$@")" ]; then
 	exit 0
 fi
 
@@ -24,10 +33,7 @@ mkdir -p "$OBJ"
 "$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$@" >/dev/null
 "${KMAKE[@]}" olddefconfig >/dev/null
 
-missing=
-for opt in $(grep -h '^CONFIG_.*=' "$@"); do
-	grep -qx "$opt" "$OBJ/.config" || missing="$missing $opt"
-done
+missing=$(missing_options "$@")
 if [ -n "$missing" ]; then
 	echo "config: not in the final .config (dependency missing?):$missing" >&2
 	exit 1

@@ -42,6 +42,14 @@ impl SeqFile {
         }
     }
 
+    /// Writes raw bytes, for binary seq files.
+    #[inline]
+    pub fn write(&self, data: &[u8]) {
+        // SAFETY: `data` is valid for reading `data.len()` bytes; `seq_write()`
+        // copies them into the seq file's buffer.
+        unsafe { bindings::seq_write(self.inner.get(), data.as_ptr().cast(), data.len()) };
+    }
+
     /// Prints the kernel symbol of a text address as `symbol+offset/size`,
     /// like `%pS`, or the bare address when no symbol covers it.
     #[inline]
