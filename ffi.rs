@@ -11,7 +11,8 @@
 use crate::{
     cookie::Cookie,
     table::{BITS_MAX, BITS_MIN, MAX_DEPTH},
-    tracefs, StackMap, DEFAULT_BITS,
+    tracefs::{self, Format},
+    StackMap, DEFAULT_BITS,
 };
 use kernel::{
     bindings,
@@ -207,10 +208,35 @@ pub unsafe extern "C" fn ftrace_stackmap_next_slot(
     }
 }
 
-/// Prints the record in `slot` to the `stack_map` seq file.
+/// Shows the record in `slot` in `format` to a seq file.
 ///
 /// Returns 0, or `SEQ_SKIP` when the slot no longer holds a stack of
 /// `generation` (a reset raced the read), so that seq_read() moves on.
+///
+/// # Safety
+///
+/// `map` must be a live map and `m` a seq file being shown by this thread.
+unsafe fn show_slot(
+    map: *mut CMap,
+    m: *mut bindings::seq_file,
+    slot: c_uint,
+    generation: u32,
+    format: Format,
+) -> c_int {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    let map = unsafe { borrow(map) };
+    // SAFETY: `m` is a valid seq file used only by this thread for the
+    // call, per the safety requirements.
+    let m = unsafe { SeqFile::from_raw(m) };
+    if tracefs::show_slot(map, m, slot as usize, generation, format) {
+        0
+    } else {
+        bindings::SEQ_SKIP as c_int
+    }
+}
+
+/// Prints the record in `slot` to the `stack_map` seq file; see
+/// [`show_slot`].
 ///
 /// # Safety
 ///
@@ -222,16 +248,25 @@ pub unsafe extern "C" fn ftrace_stackmap_show_slot(
     slot: c_uint,
     generation: u32,
 ) -> c_int {
-    // SAFETY: `map` is live for the call per the safety requirements.
-    let map = unsafe { borrow(map) };
-    // SAFETY: `m` is a valid seq file used only by this thread for the
-    // call, per the safety requirements.
-    let m = unsafe { SeqFile::from_raw(m) };
-    if tracefs::show_slot(map, m, slot as usize, generation) {
-        0
-    } else {
-        bindings::SEQ_SKIP as c_int
-    }
+    // SAFETY: Same requirements, per this function's safety section.
+    unsafe { show_slot(map, m, slot, generation, Format::Text) }
+}
+
+/// Writes the record in `slot` to the `stack_map_bin` seq file; see
+/// [`show_slot`].
+///
+/// # Safety
+///
+/// `map` must be a live map and `m` a seq file being shown by this thread.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_show_bin_slot(
+    map: *mut CMap,
+    m: *mut bindings::seq_file,
+    slot: c_uint,
+    generation: u32,
+) -> c_int {
+    // SAFETY: Same requirements, per this function's safety section.
+    unsafe { show_slot(map, m, slot, generation, Format::Binary) }
 }
 
 /// Prints `stack_map_stat`: the counters of `map`, or, when `map` is NULL,
@@ -265,31 +300,4 @@ pub unsafe extern "C" fn ftrace_stackmap_show_stat(
 pub unsafe extern "C" fn ftrace_stackmap_entries(map: *mut CMap) -> c_uint {
     // SAFETY: `map` is live for the call per the safety requirements.
     unsafe { borrow(map) }.table().entries() as c_uint
-}
-
-/// Writes the record in `slot` to the `stack_map_bin` seq file.
-///
-/// Returns 0, or `SEQ_SKIP` when the slot no longer holds a stack of
-/// `generation`.
-///
-/// # Safety
-///
-/// `map` must be a live map and `m` a seq file being shown by this thread.
-#[export]
-pub unsafe extern "C" fn ftrace_stackmap_show_bin_slot(
-    map: *mut CMap,
-    m: *mut bindings::seq_file,
-    slot: c_uint,
-    generation: u32,
-) -> c_int {
-    // SAFETY: `map` is live for the call per the safety requirements.
-    let map = unsafe { borrow(map) };
-    // SAFETY: `m` is a valid seq file used only by this thread for the
-    // call, per the safety requirements.
-    let m = unsafe { SeqFile::from_raw(m) };
-    if tracefs::show_bin_slot(map, m, slot as usize, generation) {
-        0
-    } else {
-        bindings::SEQ_SKIP as c_int
-    }
 }

@@ -132,11 +132,6 @@ impl Stats {
         })
     }
 
-    /// Returns the number of CPUs counted.
-    pub(crate) fn cpu_count(&self) -> usize {
-        self.cpus.len()
-    }
-
     /// Returns the sums over all CPUs.
     pub(crate) fn totals(&self) -> Totals {
         let mut sum = Totals::default();

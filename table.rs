@@ -355,15 +355,6 @@ impl<H: StackHash> Table<H> {
         }
     }
 
-    /// Returns the stack `cookie` names, if the cookie is of the current
-    /// generation and its slot is populated.
-    pub(crate) fn resolve(&self, cookie: Cookie) -> Option<Record<'_>> {
-        if cookie.generation() != self.generation() {
-            return None;
-        }
-        self.slot(cookie.slot() as usize)
-    }
-
     /// Copies the stack in `slot` of `generation` into `out` (as much of it
     /// as fits), validated against a concurrent reset; returns its ref count
     /// and depth.

@@ -25,46 +25,57 @@ use kernel::{cpu, seq_file::SeqFile, seq_print};
 /// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
 const TRAMPOLINE_MARKER: usize = i32::MAX as usize;
 
-/// Prints the record in `slot` if it is populated in `generation`.
-///
-/// Returns false, having printed nothing, if it is not (a reset raced the
-/// read, or the slot is empty).
-pub(crate) fn show_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u32) -> bool {
-    let mut frames = [0usize; MAX_DEPTH];
-    let Some((refs, depth)) = map.table().copy_slot(slot, generation, &mut frames) else {
-        return false;
-    };
-    seq_print!(
-        m,
-        "stack_id {slot} gen {generation} ref {refs} depth {depth}\n"
-    );
-    for &frame in frames.iter().take(depth) {
-        if frame == TRAMPOLINE_MARKER {
-            seq_print!(m, " => [FTRACE TRAMPOLINE]\n");
-        } else {
-            seq_print!(m, " => ");
-            m.print_symbol(frame);
-            seq_print!(m, "\n");
-        }
-    }
-    true
+/// How a record is shown.
+#[derive(Clone, Copy)]
+pub(crate) enum Format {
+    /// The `stack_map` text: a `stack_id` line, then one ` => ` line per
+    /// frame.
+    Text,
+    /// The `stack_map_bin` record: four u32 words (slot, depth, ref, 0),
+    /// then the frames as u64, native-endian.
+    Binary,
 }
 
-/// Writes the `stack_map_bin` record of `slot` if it is populated in
-/// `generation`: four u32 words (slot, depth, ref, 0), then the frames as
-/// u64, native-endian.
+/// Shows the record in `slot` if it is populated in `generation`.
 ///
-/// Returns false, having written nothing, if it is not.
-pub(crate) fn show_bin_slot(map: &StackMap, m: &SeqFile, slot: usize, generation: u32) -> bool {
+/// Returns false, having shown nothing, if it is not (a reset raced the
+/// read, or the slot is empty).
+pub(crate) fn show_slot(
+    map: &StackMap,
+    m: &SeqFile,
+    slot: usize,
+    generation: u32,
+    format: Format,
+) -> bool {
     let mut frames = [0usize; MAX_DEPTH];
     let Some((refs, depth)) = map.table().copy_slot(slot, generation, &mut frames) else {
         return false;
     };
-    for word in [slot as u32, depth as u32, refs, 0] {
-        m.write(&word.to_ne_bytes());
-    }
-    for &frame in frames.iter().take(depth) {
-        m.write(&(frame as u64).to_ne_bytes());
+    let frames = &frames[..depth.min(MAX_DEPTH)];
+    match format {
+        Format::Text => {
+            seq_print!(
+                m,
+                "stack_id {slot} gen {generation} ref {refs} depth {depth}\n"
+            );
+            for &frame in frames {
+                if frame == TRAMPOLINE_MARKER {
+                    seq_print!(m, " => [FTRACE TRAMPOLINE]\n");
+                } else {
+                    seq_print!(m, " => ");
+                    m.print_symbol(frame);
+                    seq_print!(m, "\n");
+                }
+            }
+        }
+        Format::Binary => {
+            for word in [slot as u32, depth as u32, refs, 0] {
+                m.write(&word.to_ne_bytes());
+            }
+            for &frame in frames {
+                m.write(&(frame as u64).to_ne_bytes());
+            }
+        }
     }
     true
 }
