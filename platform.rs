@@ -2,12 +2,13 @@
 
 //! What the slot protocol needs from the platform it runs on.
 //!
-//! [`table`](crate::table) names its atomics, its read barrier and its
-//! storage through this module and nothing else, so that the same protocol
-//! can be built against other implementations of them (a model checker on
-//! the host) by changing this one file. The kernel build uses the LKMM
-//! atomics and vmalloc.
+//! [`table`](crate::table) names its atomics, its RCU read-side critical
+//! sections and its storage through this module and nothing else, so that
+//! the same protocol can be built against other implementations of them (a
+//! model checker on the host) by changing this one file. The kernel build
+//! uses the LKMM atomics, RCU and vmalloc.
 
+use core::cell::UnsafeCell;
 use kernel::prelude::*;
 
 pub(crate) use kernel::sync::atomic::{
@@ -17,7 +18,7 @@ pub(crate) use kernel::sync::atomic::{
     Relaxed,
     Release,
 };
-pub(crate) use kernel::sync::barrier::smp_rmb;
+pub(crate) use kernel::sync::rcu::{read_lock as rcu_read_lock, Guard as RcuGuard};
 
 /// Backing store of the slot table and the frame arena: allocated once, from
 /// vmalloc, when the map is created.
@@ -30,4 +31,45 @@ pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>>
         v.push_within_capacity(init()).map_err(|_| ENOMEM)?;
     }
     Ok(v)
+}
+
+/// A word of the frame arena.
+///
+/// Plain memory, not an atomic: the table writes a word only while it owns
+/// it exclusively, and reads it only once its writes are published. Words
+/// that are updated concurrently (a record's ref count) are reached through
+/// [`Atomic::from_ptr`] and only ever accessed atomically while shared.
+#[repr(transparent)]
+pub(crate) struct Word(UnsafeCell<u64>);
+
+// SAFETY: `Word` only hands out raw pointers; the table's protocol rules out
+// data races on them (see `table`).
+unsafe impl Sync for Word {}
+
+impl Word {
+    /// Creates a zeroed word.
+    pub(crate) const fn new() -> Self {
+        Self(UnsafeCell::new(0))
+    }
+
+    /// Returns a pointer to the word.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *mut u64 {
+        self.0.get()
+    }
+
+    /// Views `words` as the values they hold.
+    ///
+    /// # Safety
+    ///
+    /// No word of `words` may be written, plainly or atomically, while the
+    /// returned slice is alive.
+    #[inline]
+    pub(crate) unsafe fn values(words: &[Word]) -> &[u64] {
+        // CAST: `Word` is a transparent `UnsafeCell<u64>`, which has the
+        // layout of `u64`; the slice keeps its length.
+        // SAFETY: The pointer comes from a live slice of as many `u64`s, and
+        // the caller guarantees that nothing writes them meanwhile.
+        unsafe { &*(core::ptr::from_ref(words) as *const [u64]) }
+    }
 }

@@ -81,11 +81,11 @@ impl<H: StackHash> StackMap<H> {
     /// Returns the cookie of `frames`, inserting the stack if it is new,
     /// and counts the outcome.
     ///
-    /// The RCU read-side critical section `_rcu` is what a reset waits for
+    /// The RCU read-side critical section `rcu` is what a reset waits for
     /// before it clears the table.
     #[inline]
-    pub(crate) fn lookup(&self, frames: &[usize], _rcu: &rcu::Guard) -> Result<Found, Fallback> {
-        let outcome = self.table.lookup_or_insert(frames);
+    pub(crate) fn lookup(&self, frames: &[usize], rcu: &rcu::Guard) -> Result<Found, Fallback> {
+        let outcome = self.table.lookup_or_insert(frames, rcu);
         self.stats.count(&outcome);
         outcome
     }

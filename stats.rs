@@ -4,8 +4,9 @@
 //!
 //! Each CPU counts into its own cache line, so recorders never share a
 //! written line. Counters are atomic because an interrupt or NMI may count
-//! on the same CPU in the middle of another update; they saturate instead of
-//! wrapping and go back to 0 when the map is reset.
+//! on the same CPU in the middle of another update. They are 64-bit, so they
+//! cannot wrap in practice; their sums saturate. They go back to 0 when the
+//! map is reset.
 
 use crate::{
     platform::{Atomic, Relaxed},
@@ -37,13 +38,14 @@ fn fallback_index(reason: Fallback) -> usize {
     }
 }
 
-/// Adds one to `counter`, saturating.
+/// Adds one to `counter`.
+///
+/// A 64-bit count of recordings cannot wrap: at one per nanosecond it takes
+/// 584 years. Sums over CPUs saturate.
 #[inline]
 fn bump(counter: &Atomic<u64>) {
     // ORDERING: Relaxed: the counters are statistics and order nothing.
-    if counter.load(Relaxed) != u64::MAX {
-        counter.add(1, Relaxed);
-    }
+    counter.add(1, Relaxed);
 }
 
 /// Totals over all CPUs, or one CPU's counters.

@@ -4,24 +4,31 @@
 //!
 //! A table of `2^(bits + 1)` slots indexes a frame arena sized for `2^bits`
 //! stacks of [`DESIGN_DEPTH`] frames. A stack is stored once, at its own
-//! length: one header word (depth and ref count) and one word per frame.
+//! length: one word for its ref count, then one word per frame. A slot is
+//! one 64-bit word: the stack's 32-bit hash key, and its record (depth and
+//! arena index), so that one load tells a lookup whether to compare frames.
 //!
 //! Insertion never waits for another CPU. A slot is claimed by a cmpxchg of
-//! its key from 0 (free) to the stack's 32-bit hash key; the claimer then
-//! reserves arena space with a bounded cmpxchg, copies the frames and
-//! publishes the record with a release store. Whoever finds a matching key
-//! whose record is not yet published reports [`Fallback::Busy`] instead of
-//! spinning: from NMI, the insert in flight may be the one it interrupted.
-//! Slots are never freed within a generation, so a lookup that reaches a
-//! free slot knows the stack is not in the table.
+//! its key from 0 (free) to the stack's hash key; the claimer then reserves
+//! arena space with a bounded cmpxchg, copies the frames and publishes the
+//! record with a release store. Whoever finds a matching key whose record is
+//! not yet published reports [`Fallback::Busy`] instead of spinning: from
+//! NMI, the insert in flight may be the one it interrupted. Slots are never
+//! freed within a generation, so a lookup that reaches a free slot knows the
+//! stack is not in the table.
 //!
-//! A sequence count gates the table against [`Table::begin_reset`]: it is
-//! odd while a reset runs, and recorders that see it odd fall back.
+//! Frames are plain memory: written once by the claimer before it publishes
+//! them, then only read. Every reader runs in an RCU read-side critical
+//! section and first checks that the table's gate is open; a reset closes
+//! the gate and waits for a grace period before it clears the table, so no
+//! reader can still be looking at a record when the arena is reused.
 
 use crate::{
     cookie::{Cookie, FIRST_GENERATION},
     hash::StackHash,
-    platform::{smp_rmb, storage, Acquire, Atomic, Full, Relaxed, Release, Storage},
+    platform::{
+        rcu_read_lock, storage, Acquire, Atomic, Full, RcuGuard, Relaxed, Release, Storage, Word,
+    },
 };
 use kernel::prelude::*;
 
@@ -39,12 +46,20 @@ pub(crate) const BITS_MIN: u32 = 10;
 /// See [`BITS_MIN`].
 pub(crate) const BITS_MAX: u32 = 18;
 
-/// Where a record's ref count stops: `u32::MAX` less a margin for the adds
-/// in flight (at most four contexts on each of 2^16 CPUs).
-pub(crate) const REFS_MAX: u32 = u32::MAX - (4 << 16);
+/// Bits of a slot's record that hold the arena index plus one; the depth is
+/// above them.
+const INDEX_BITS: u32 = 24;
 
-/// `Slot::record` of a slot whose claimer found no room in the arena.
+/// The record of a slot whose claimer found no room in the arena.
 const RECORD_DEAD: u32 = u32::MAX;
+
+// Every arena index plus one fits below the depth, and a real record never
+// looks dead.
+const _: () = assert!((1 << BITS_MAX) * (1 + DESIGN_DEPTH) < 1 << INDEX_BITS);
+const _: () = assert!(MAX_DEPTH < (RECORD_DEAD >> INDEX_BITS) as usize);
+
+/// Bit of [`Table::state`] set while a reset runs: the gate is closed.
+const CLOSED: u64 = 1;
 
 /// Why a stack got no cookie; the caller records it in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,30 +93,45 @@ impl Found {
     }
 }
 
-/// One entry of the open-addressed slot table.
+/// One entry of the open-addressed slot table: the hash key of its stack in
+/// the high half, the record in the low half.
 ///
 /// # Invariants
 ///
-/// - `key` goes from 0 to a non-zero hash key once per generation.
-/// - `record` goes from 0 to the arena index of the stack plus one, or to
-///   [`RECORD_DEAD`], once per generation, and only after `key` was set by
-///   the same CPU; a published record is never written again in the
-///   generation except for its ref count.
-/// - Both return to 0 only in [`Table::clear`], while the gate is closed and
-///   no recorder is inside.
-pub(crate) struct Slot {
-    /// Hash key of the stack stored here; 0 when free.
-    key: Atomic<u32>,
-    /// Arena index of the stack's record plus one; 0 until published.
-    record: Atomic<u32>,
+/// - The key goes from 0 to a non-zero hash key once per generation, with
+///   the record still 0.
+/// - The record goes from 0 to a packed record ([`pack`]) or to
+///   [`RECORD_DEAD`] once per generation, written by the CPU that set the
+///   key; a published record is never written again in the generation.
+/// - The slot returns to 0 only in [`Table::clear`], while the gate is closed
+///   and no recorder is inside.
+pub(crate) struct Slot(Atomic<u64>);
+
+impl Slot {
+    /// Returns the slot word of `key` and `record`.
+    fn word(key: u32, record: u32) -> u64 {
+        (u64::from(key) << 32) | u64::from(record)
+    }
+}
+
+/// Packs the record of a stack of `depth` frames whose ref count word is at
+/// arena index `start`.
+fn pack(start: usize, depth: usize) -> u32 {
+    ((depth as u32) << INDEX_BITS) | (start as u32 + 1)
+}
+
+/// Unpacks a record: the arena index of its ref count word, and its depth.
+fn unpack(record: u32) -> (usize, usize) {
+    let start = (record & ((1 << INDEX_BITS) - 1)) as usize - 1;
+    (start, (record >> INDEX_BITS) as usize)
 }
 
 /// A stack read back from the table.
 pub(crate) struct Record<'a> {
-    /// How often the stack was recorded in this generation (saturating).
-    pub(crate) refs: u32,
+    /// How often the stack was recorded in this generation.
+    pub(crate) refs: u64,
     /// The frames, in the arena.
-    frames: &'a [Atomic<u64>],
+    frames: &'a [u64],
 }
 
 impl Record<'_> {
@@ -112,13 +142,8 @@ impl Record<'_> {
 
     /// Iterates over the frames, innermost first.
     pub(crate) fn frames(&self) -> impl Iterator<Item = usize> + '_ {
-        self.frames.iter().map(|f| f.load(Relaxed) as usize)
+        self.frames.iter().map(|&f| f as usize)
     }
-}
-
-/// Packs the header word of a record.
-fn header(depth: usize, refs: u32) -> u64 {
-    (u64::from(refs) << 32) | depth as u64
 }
 
 /// The table and its arena.
@@ -127,14 +152,12 @@ pub(crate) struct Table<H> {
     bits: u32,
     /// The slots; their number is a power of two.
     slots: Storage<Slot>,
-    /// Records: a header word (depth, refs), then the frames.
-    arena: Storage<Atomic<u64>>,
+    /// Records: a ref count word, then the frames.
+    arena: Storage<Word>,
     /// Reservations so far: records in the high half, arena words in the low.
     used: Atomic<u64>,
-    /// The current generation; changes only while the gate is closed.
-    generation: Atomic<u32>,
-    /// Odd while a reset runs.
-    sequence: Atomic<u32>,
+    /// The generation in the high half, and [`CLOSED`] while a reset runs.
+    state: Atomic<u64>,
     /// Places stacks in the table.
     hash: H,
 }
@@ -145,18 +168,14 @@ impl<H: StackHash> Table<H> {
         if !(BITS_MIN..=BITS_MAX).contains(&bits) {
             return Err(EINVAL);
         }
-        let slots = storage(1 << (bits + 1), || Slot {
-            key: Atomic::new(0),
-            record: Atomic::new(0),
-        })?;
-        let arena = storage((1 << bits) * (1 + DESIGN_DEPTH), || Atomic::new(0))?;
+        let slots = storage(1 << (bits + 1), || Slot(Atomic::new(0)))?;
+        let arena = storage((1 << bits) * (1 + DESIGN_DEPTH), Word::new)?;
         Ok(Self {
             bits,
             slots,
             arena,
             used: Atomic::new(0),
-            generation: Atomic::new(FIRST_GENERATION),
-            sequence: Atomic::new(0),
+            state: Atomic::new(u64::from(FIRST_GENERATION) << 32),
             hash,
         })
     }
@@ -178,7 +197,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the bytes the slot table and the arena occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.len() * size_of::<Slot>() + self.arena.len() * size_of::<Atomic<u64>>()
+        self.slots.len() * size_of::<Slot>() + self.arena.len() * size_of::<Word>()
     }
 
     /// Returns the number of stacks stored in this generation.
@@ -188,31 +207,43 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the arena bytes used by the records of this generation.
     pub(crate) fn arena_bytes_used(&self) -> usize {
-        (self.used.load(Relaxed) as u32 as usize) * size_of::<u64>()
+        (self.used.load(Relaxed) as u32 as usize) * size_of::<Word>()
     }
 
     /// Returns the current generation.
     pub(crate) fn generation(&self) -> u32 {
-        self.generation.load(Relaxed)
+        (self.state.load(Relaxed) >> 32) as u32
+    }
+
+    /// Returns the generation if the gate is open.
+    ///
+    /// Called first in an RCU read-side critical section: if it returns a
+    /// generation, no reset can clear the table before the section ends.
+    #[inline]
+    fn open(&self) -> Option<u32> {
+        // ORDERING: Acquire pairs with the Release in `finish_reset()`: whoever
+        // sees the gate open after a reset sees the cleared table.
+        let state = self.state.load(Acquire);
+        (state & CLOSED == 0).then_some((state >> 32) as u32)
     }
 
     /// Returns the cookie of `frames`, inserting the stack if it is new.
     ///
     /// Never sleeps, never allocates and never waits for another CPU, so it
-    /// may run in any context, NMI included. The caller must be in an RCU
-    /// read-side critical section (preemption disabled counts) so that
-    /// [`Table::begin_reset`]'s grace period waits for it.
-    pub(crate) fn lookup_or_insert(&self, frames: &[usize]) -> Result<Found, Fallback> {
+    /// may run in any context, NMI included. The critical section `_rcu`
+    /// (preemption disabled counts) is what a reset waits for before it
+    /// clears the table.
+    pub(crate) fn lookup_or_insert(
+        &self,
+        frames: &[usize],
+        _rcu: &RcuGuard,
+    ) -> Result<Found, Fallback> {
         if frames.len() > MAX_DEPTH {
             return Err(Fallback::Depth);
         }
-        // ORDERING: Acquire pairs with the Release in `finish_reset()`: a
-        // recorder that sees the gate open after a reset sees the cleared
-        // table and the new generation.
-        if self.sequence.load(Acquire) & 1 != 0 {
+        let Some(generation) = self.open() else {
             return Err(Fallback::Reset);
-        }
-        let generation = self.generation.load(Relaxed);
+        };
         let hash = self.hash.hash(frames);
         let key = match hash as u32 {
             0 => 1,
@@ -223,24 +254,29 @@ impl<H: StackHash> Table<H> {
 
         for _ in 0..MAX_PROBE {
             let slot = &self.slots[index];
-            let mut found = slot.key.load(Relaxed);
-            if found == 0 {
+            // ORDERING: Acquire pairs with the Release that published the
+            // record in `claim()`: its frames are visible.
+            let mut word = slot.0.load(Acquire);
+            if word == 0 {
                 match self.claim(slot, key, frames) {
                     Ok(true) => return Ok(Found::Inserted(Cookie::new(generation, index as u32))),
                     Ok(false) => return Err(Fallback::Full),
                     // Lost the race for the slot: it may now hold this stack.
-                    Err(current) => found = current,
+                    // ORDERING: Acquire, as above; the failed cmpxchg orders
+                    // nothing.
+                    Err(()) => word = slot.0.load(Acquire),
                 }
             }
-            if found == key {
-                // ORDERING: Acquire pairs with the Release that published
-                // the record in `claim()`: the frames are visible.
-                match slot.record.load(Acquire) {
+            if (word >> 32) as u32 == key {
+                match word as u32 {
                     0 => return Err(Fallback::Busy),
                     RECORD_DEAD => {}
                     record => {
-                        if self.matches(record, frames) {
-                            self.add_ref(record);
+                        let (start, depth) = unpack(record);
+                        // SAFETY: `record` was published in this generation
+                        // (Acquire above) and the gate was open in `_rcu`.
+                        if depth == frames.len() && unsafe { self.matches(start, frames) } {
+                            self.refs(start).add(1, Relaxed);
                             return Ok(Found::Hit(Cookie::new(generation, index as u32)));
                         }
                     }
@@ -254,9 +290,9 @@ impl<H: StackHash> Table<H> {
     /// Claims the free `slot` for `frames` and publishes their record.
     ///
     /// Returns `Ok(true)` once published, `Ok(false)` if the slot was
-    /// claimed but the arena had no room, and `Err(key)` with the key that
-    /// another CPU claimed the slot with first.
-    fn claim(&self, slot: &Slot, key: u32, frames: &[usize]) -> core::result::Result<bool, u32> {
+    /// claimed but the arena had no room, and `Err(())` if another CPU
+    /// claimed the slot first.
+    fn claim(&self, slot: &Slot, key: u32, frames: &[usize]) -> core::result::Result<bool, ()> {
         // Refuse before claiming when the arena is already full, so that a
         // full map does not also burn slots.
         if !self.has_room(frames.len()) {
@@ -264,23 +300,32 @@ impl<H: StackHash> Table<H> {
         }
         // ORDERING: Relaxed is enough: the claim publishes nothing, the
         // record is published by the Release store below.
-        slot.key.cmpxchg(0, key, Relaxed)?;
+        slot.0
+            .cmpxchg(0, Slot::word(key, 0), Relaxed)
+            .map_err(|_| ())?;
         let Some(start) = self.reserve(frames.len()) else {
             // INVARIANT: The slot stays claimed but dead for the rest of the
             // generation, so that no lookup mistakes it for free and inserts
             // a second copy of a stack stored further along the probe chain.
-            slot.record.store(RECORD_DEAD, Release);
+            slot.0.store(Slot::word(key, RECORD_DEAD), Release);
             return Ok(false);
         };
-        self.arena[start].store(header(frames.len(), 1), Relaxed);
-        for (word, &frame) in self.arena[start + 1..].iter().zip(frames) {
-            word.store(frame as u64, Relaxed);
+        let words = &self.arena[start..start + 1 + frames.len()];
+        // SAFETY: `reserve()` handed `words` to this call alone, and no reader
+        // reaches them before the Release store below publishes them; readers
+        // of the previous generation were waited for by the reset that
+        // cleared the reservations.
+        unsafe {
+            words[0].as_ptr().write(1);
+            for (word, &frame) in words[1..].iter().zip(frames) {
+                word.as_ptr().write(frame as u64);
+            }
         }
-        // INVARIANT: Published once, after the frames; `start + 1` is
-        // neither 0 nor `RECORD_DEAD` since the arena is far smaller.
-        // ORDERING: Release orders the frame stores before the publication,
-        // pairs with the Acquire loads of `record` by readers.
-        slot.record.store(start as u32 + 1, Release);
+        // INVARIANT: Published once, after the frames.
+        // ORDERING: Release orders the writes above before the publication,
+        // pairs with the Acquire loads of the slot by readers.
+        slot.0
+            .store(Slot::word(key, pack(start, frames.len())), Release);
         Ok(true)
     }
 
@@ -312,129 +357,118 @@ impl<H: StackHash> Table<H> {
         }
     }
 
-    /// Returns the published record at arena index `record - 1`.
-    fn record(&self, record: u32) -> Record<'_> {
-        let start = record as usize - 1;
-        let head = self.arena[start].load(Relaxed);
-        let depth = (head as u32 as usize).min(MAX_DEPTH);
-        let end = (start + 1 + depth).min(self.arena.len());
-        Record {
-            refs: (head >> 32) as u32,
-            frames: &self.arena[start + 1..end],
-        }
+    /// Returns the ref count of the record whose count word is at `start`.
+    fn refs(&self, start: usize) -> &Atomic<u64> {
+        // SAFETY: The word is valid and aligned for as long as `self`. Once
+        // published, a ref count word is only accessed through this atomic;
+        // its one plain write in `claim()` happens before the publication.
+        unsafe { Atomic::from_ptr(self.arena[start].as_ptr()) }
     }
 
-    /// Compares a published record with `frames`, in full.
-    fn matches(&self, record: u32, frames: &[usize]) -> bool {
-        let stored = self.record(record);
-        stored.depth() == frames.len() && stored.frames().eq(frames.iter().copied())
-    }
-
-    /// Counts one more recording of a published record, saturating.
+    /// Returns the frames of the record whose count word is at `start`.
     ///
-    /// One atomic add, no retry loop: the count stops at [`REFS_MAX`],
-    /// which leaves room for every CPU in every context to be adding at
-    /// once without the count reaching the top of its 32 bits.
-    fn add_ref(&self, record: u32) {
-        let head = &self.arena[record as usize - 1];
-        // ORDERING: Relaxed: the count is a statistic and orders nothing.
-        if (head.load(Relaxed) >> 32) < u64::from(REFS_MAX) {
-            head.fetch_add(1 << 32, Relaxed);
-        }
+    /// # Safety
+    ///
+    /// The record must have been published in the current generation, as
+    /// seen by an Acquire load of its slot after [`Table::open`] returned
+    /// the generation, all within an RCU read-side critical section that
+    /// outlives the returned slice.
+    unsafe fn frames(&self, start: usize, depth: usize) -> &[u64] {
+        let words = self.arena.get(start + 1..start + 1 + depth).unwrap_or(&[]);
+        // SAFETY: Per the safety requirements the frames were written before
+        // their publication, and no reset can let a claimer reuse them before
+        // the critical section ends.
+        unsafe { Word::values(words) }
     }
 
-    /// Returns the stack in `slot` if it holds a published one.
+    /// Compares the frames of a record with `frames`.
     ///
-    /// The record may be cleared under a reader that races a reset; such
-    /// readers use [`Table::copy_slot`] instead.
-    pub(crate) fn slot(&self, slot: usize) -> Option<Record<'_>> {
+    /// # Safety
+    ///
+    /// As for [`Table::frames`], for the duration of the call.
+    unsafe fn matches(&self, start: usize, frames: &[usize]) -> bool {
+        // SAFETY: Per the safety requirements.
+        let stored = unsafe { self.frames(start, frames.len()) };
+        stored.len() == frames.len() && stored.iter().zip(frames).all(|(&s, &f)| s == f as u64)
+    }
+
+    /// Returns the stack in `slot` if the gate is open and the slot holds a
+    /// published one.
+    pub(crate) fn slot<'a>(&'a self, slot: usize, _rcu: &'a RcuGuard) -> Option<Record<'a>> {
+        self.open()?;
         // ORDERING: Acquire pairs with the publishing Release in `claim()`.
-        match self.slots.get(slot)?.record.load(Acquire) {
-            0 | RECORD_DEAD => None,
-            record => Some(self.record(record)),
-        }
+        let (start, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
+            0 | RECORD_DEAD => return None,
+            record => unpack(record),
+        };
+        Some(Record {
+            refs: self.refs(start).load(Relaxed),
+            // SAFETY: Published (Acquire above) after the gate was seen open,
+            // within `_rcu`, which outlives the record.
+            frames: unsafe { self.frames(start, depth) },
+        })
     }
 
     /// Copies the stack in `slot` of `generation` into `out` (as much of it
-    /// as fits), validated against a concurrent reset; returns its ref count
-    /// and depth.
+    /// as fits); returns its ref count and depth.
     ///
-    /// Returns `None` if the slot holds no published stack, the generation
-    /// is not the current one, or a reset raced the copy.
+    /// Returns `None` if the slot holds no published stack, or `generation`
+    /// is not the current one or is being reset away. Safe in any context.
     pub(crate) fn copy_slot(
         &self,
         slot: usize,
         generation: u32,
         out: &mut [usize],
-    ) -> Option<(u32, usize)> {
-        let sequence = self.read_begin()?;
-        if self.generation() != generation {
+    ) -> Option<(u64, usize)> {
+        let rcu = rcu_read_lock();
+        if self.open()? != generation {
             return None;
         }
-        let record = self.slot(slot)?;
+        let record = self.slot(slot, &rcu)?;
         for (dst, frame) in out.iter_mut().zip(record.frames()) {
             *dst = frame;
         }
-        let copied = (record.refs, record.depth());
-        (!self.read_retry(sequence)).then_some(copied)
+        Some((record.refs, record.depth()))
     }
 
     /// Returns the first slot at or after `slot` that holds a published
     /// stack.
     pub(crate) fn next_populated(&self, slot: usize) -> Option<usize> {
-        (slot..self.slots.len()).find(|&s| self.slot(s).is_some())
+        (slot..self.slots.len())
+            .find(|&s| !matches!(self.slots[s].0.load(Relaxed) as u32, 0 | RECORD_DEAD))
     }
 
-    /// Starts a read that may race a reset; returns the sequence to pass to
-    /// [`Table::read_retry`], or `None` while a reset runs.
-    fn read_begin(&self) -> Option<u32> {
-        // ORDERING: Acquire pairs with the Release in `finish_reset()`.
-        let sequence = self.sequence.load(Acquire);
-        (sequence & 1 == 0).then_some(sequence)
-    }
-
-    /// Returns whether a reset began since [`Table::read_begin`] returned
-    /// `sequence`, making what was read since then invalid.
-    fn read_retry(&self, sequence: u32) -> bool {
-        // ORDERING: the read barrier orders the reads of the table before
-        // the second read of the sequence, as in read_seqcount_retry().
-        smp_rmb();
-        self.sequence.load(Relaxed) != sequence
-    }
-
-    /// Closes the gate: from now on recorders fall back.
+    /// Closes the gate: from now on recorders and readers fall back.
     ///
     /// The caller serializes resets, then waits for an RCU grace period so
-    /// that recorders that entered before the gate closed are gone, before
+    /// that those that entered before the gate closed are gone, before
     /// [`Table::clear`].
     pub(crate) fn begin_reset(&self) {
-        // ORDERING: Full makes the odd sequence visible before anything the
-        // reset does next, as write_seqcount_begin() does with smp_wmb().
-        self.sequence.fetch_add(1, Full);
+        // ORDERING: Full makes the closed gate visible before anything the
+        // reset does next.
+        self.state.fetch_add(CLOSED, Full);
     }
 
-    /// Empties the table and moves to the next generation.
+    /// Empties the table.
     ///
     /// Must run between [`Table::begin_reset`] and [`Table::finish_reset`],
-    /// once no recorder is inside.
+    /// once no recorder or reader is inside.
     pub(crate) fn clear(&self) {
         for slot in self.slots.iter() {
             // INVARIANT: The gate is closed and no recorder is inside.
-            slot.key.store(0, Relaxed);
-            slot.record.store(0, Relaxed);
+            slot.0.store(0, Relaxed);
         }
         self.used.store(0, Relaxed);
-        let next = match self.generation.load(Relaxed).wrapping_add(1) {
+    }
+
+    /// Moves to the next generation and opens the gate again.
+    pub(crate) fn finish_reset(&self) {
+        let next = match self.generation().wrapping_add(1) {
             0 => FIRST_GENERATION,
             generation => generation,
         };
-        self.generation.store(next, Relaxed);
-    }
-
-    /// Opens the gate again after a reset.
-    pub(crate) fn finish_reset(&self) {
-        // ORDERING: Release publishes the cleared table and the new
-        // generation to recorders and readers, which load with Acquire.
-        self.sequence.fetch_add(1, Release);
+        // ORDERING: Release publishes the cleared table to recorders and
+        // readers, which check the gate with Acquire.
+        self.state.store(u64::from(next) << 32, Release);
     }
 }

@@ -331,7 +331,8 @@ mod cases {
         assert_eq!(table.entries(), STACKS);
         let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
         for slot in 0..table.slot_count() {
-            let Some(record) = table.slot(slot) else {
+            let rcu = rcu::read_lock();
+            let Some(record) = table.slot(slot, &rcu) else {
                 continue;
             };
             let mut frames = KVec::new();

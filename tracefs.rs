@@ -69,6 +69,7 @@ pub(crate) fn show_slot(
             }
         }
         Format::Binary => {
+            let refs = u32::try_from(refs).unwrap_or(u32::MAX);
             for word in [slot as u32, depth as u32, refs, 0] {
                 m.write(&word.to_ne_bytes());
             }
