@@ -10,6 +10,7 @@
 
 use crate::{
     cookie::Cookie,
+    platform::ReadSection,
     table::{BITS_MAX, BITS_MIN, MAX_DEPTH},
     tracefs::{self, Format},
     StackMap, DEFAULT_BITS,
@@ -19,7 +20,7 @@ use kernel::{
     ffi::{c_int, c_long, c_uint, c_ulong},
     prelude::*,
     seq_file::SeqFile,
-    sync::{rcu, Arc, ArcBorrow},
+    sync::{Arc, ArcBorrow},
 };
 
 // The C side sizes its buffers and checks its parameters with these.
@@ -96,7 +97,10 @@ pub unsafe extern "C" fn ftrace_stackmap_put(map: *mut CMap) {
 /// # Safety
 ///
 /// `map` must be a live map (see [`ftrace_stackmap_put`]), `frames` valid
-/// for reading `depth` entries and `cookie` valid for writing.
+/// for reading `depth` entries and `cookie` valid for writing. The caller
+/// must run with preemption disabled and RCU watching, as
+/// __ftrace_trace_stack() does: that makes it an RCU reader, which a reset
+/// waits for.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_lookup(
     map: *mut CMap,
@@ -109,8 +113,10 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
     // SAFETY: `frames` is valid for `depth` reads per the safety
     // requirements; `c_ulong` and `usize` have the same layout.
     let frames = unsafe { core::slice::from_raw_parts(frames.cast::<usize>(), depth as usize) };
-    let rcu = rcu::read_lock();
-    match map.lookup(frames, &rcu) {
+    // SAFETY: The caller runs with preemption disabled and RCU watching for
+    // the whole call, per the safety requirements.
+    let rcu = unsafe { ReadSection::assume() };
+    match map.lookup(frames, rcu) {
         Ok(found) => {
             // SAFETY: `cookie` is valid for writing per the safety
             // requirements.

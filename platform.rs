@@ -8,8 +8,8 @@
 //! model checker on the host) by changing this one file. The kernel build
 //! uses the LKMM atomics, RCU and vmalloc.
 
-use core::cell::UnsafeCell;
-use kernel::prelude::*;
+use core::{cell::UnsafeCell, marker::PhantomData};
+use kernel::{prelude::*, types::NotThreadSafe};
 
 pub(crate) use kernel::sync::atomic::{
     Acquire, //
@@ -19,6 +19,34 @@ pub(crate) use kernel::sync::atomic::{
     Release,
 };
 pub(crate) use kernel::sync::rcu::{read_lock as rcu_read_lock, Guard as RcuGuard};
+
+/// Evidence that the current context is an RCU reader for the lifetime
+/// `'a`: synchronize_rcu() waits for it to end.
+///
+/// Holding rcu_read_lock() makes one; so does running with preemption or
+/// interrupts disabled, or in an NMI handler, while RCU is watching the CPU.
+/// Not `Send`: the property belongs to the current CPU or thread.
+#[derive(Clone, Copy)]
+pub(crate) struct ReadSection<'a>(PhantomData<(&'a (), NotThreadSafe)>);
+
+impl<'a> ReadSection<'a> {
+    /// Returns the evidence of the section `guard` holds.
+    pub(crate) fn new(_guard: &'a RcuGuard) -> Self {
+        Self(PhantomData)
+    }
+
+    /// Returns the evidence of a section the caller is in without a guard.
+    ///
+    /// # Safety
+    ///
+    /// Until the end of `'a`, the current context must stay an RCU reader:
+    /// under rcu_read_lock(), or with preemption or interrupts disabled, or
+    /// in an NMI handler, with RCU watching the CPU.
+    #[inline]
+    pub(crate) unsafe fn assume() -> Self {
+        Self(PhantomData)
+    }
+}
 
 /// Backing store of the slot table and the frame arena: allocated once, from
 /// vmalloc, when the map is created.

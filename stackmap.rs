@@ -18,7 +18,7 @@
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{rcu, Arc, Mutex},
+    sync::{Arc, Mutex},
 };
 
 mod cookie;
@@ -33,6 +33,7 @@ mod tests;
 mod tracefs;
 
 use hash::{SeededHash, StackHash};
+use platform::ReadSection;
 use stats::Stats;
 use table::{Fallback, Found, Table};
 
@@ -84,7 +85,7 @@ impl<H: StackHash> StackMap<H> {
     /// The RCU read-side critical section `rcu` is what a reset waits for
     /// before it clears the table.
     #[inline]
-    pub(crate) fn lookup(&self, frames: &[usize], rcu: &rcu::Guard) -> Result<Found, Fallback> {
+    pub(crate) fn lookup(&self, frames: &[usize], rcu: ReadSection<'_>) -> Result<Found, Fallback> {
         let outcome = self.table.lookup_or_insert(frames, rcu);
         self.stats.count(&outcome);
         outcome

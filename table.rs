@@ -27,7 +27,7 @@ use crate::{
     cookie::{Cookie, FIRST_GENERATION},
     hash::StackHash,
     platform::{
-        rcu_read_lock, storage, Acquire, Atomic, Full, RcuGuard, Relaxed, Release, Storage, Word,
+        rcu_read_lock, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
     },
 };
 use kernel::prelude::*;
@@ -236,7 +236,7 @@ impl<H: StackHash> Table<H> {
     pub(crate) fn lookup_or_insert(
         &self,
         frames: &[usize],
-        _rcu: &RcuGuard,
+        _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
         if frames.len() > MAX_DEPTH {
             return Err(Fallback::Depth);
@@ -394,7 +394,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the stack in `slot` if the gate is open and the slot holds a
     /// published one.
-    pub(crate) fn slot<'a>(&'a self, slot: usize, _rcu: &'a RcuGuard) -> Option<Record<'a>> {
+    pub(crate) fn slot<'a>(&'a self, slot: usize, _rcu: ReadSection<'a>) -> Option<Record<'a>> {
         self.open()?;
         // ORDERING: Acquire pairs with the publishing Release in `claim()`.
         let (start, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
@@ -420,11 +420,11 @@ impl<H: StackHash> Table<H> {
         generation: u32,
         out: &mut [usize],
     ) -> Option<(u64, usize)> {
-        let rcu = rcu_read_lock();
+        let guard = rcu_read_lock();
         if self.open()? != generation {
             return None;
         }
-        let record = self.slot(slot, &rcu)?;
+        let record = self.slot(slot, ReadSection::new(&guard))?;
         for (dst, frame) in out.iter_mut().zip(record.frames()) {
             *dst = frame;
         }

@@ -10,7 +10,7 @@ mod cases {
     use crate::{
         cookie::{Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
-        platform::{Atomic, Relaxed},
+        platform::{Atomic, ReadSection, Relaxed},
         table::{Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
         StackMap,
     };
@@ -47,7 +47,7 @@ mod cases {
     }
 
     fn lookup<H: StackHash>(map: &StackMap<H>, frames: &[usize]) -> Result<Found, Fallback> {
-        map.lookup(frames, &rcu::read_lock())
+        map.lookup(frames, ReadSection::new(&rcu::read_lock()))
     }
 
     /// Returns the frames `cookie` resolves to.
@@ -332,7 +332,7 @@ mod cases {
         let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
         for slot in 0..table.slot_count() {
             let rcu = rcu::read_lock();
-            let Some(record) = table.slot(slot, &rcu) else {
+            let Some(record) = table.slot(slot, ReadSection::new(&rcu)) else {
                 continue;
             };
             let mut frames = KVec::new();
@@ -374,7 +374,10 @@ mod cases {
                     let start = Instant::<Monotonic>::now();
                     let n = stacks
                         .iter()
-                        .filter(|s| map.lookup(s, &rcu).is_ok_and(|f| want(&f)))
+                        .filter(|s| {
+                            map.lookup(s, ReadSection::new(&rcu))
+                                .is_ok_and(|f| want(&f))
+                        })
                         .count();
                     (n, start.elapsed().as_nanos() / OPS as i64)
                 };

@@ -124,10 +124,16 @@ history sched sched_setup files_work
 history distinct hot_setup tree_work
 
 # Cost per recorded stack: a getppid() loop, untraced, traced with the
-# function tracer only, then with a full stack per call, then through the
-# stackmap (hits). Each figure is the median of five runs.
+# function tracer only, then with a full stack per call and through the
+# stackmap (hits). The last two alternate, run by run, so that a slower
+# stretch of the host weighs on both alike. Each figure is the median of
+# its runs.
+RUNS=9
+median() {
+	sort -n | sed -n "$(((RUNS + 1) / 2))p"
+}
 loop() {
-	for i in 1 2 3 4 5; do /bin/syscall_loop 20000; done | sort -n | sed -n 3p
+	for i in `seq $RUNS`; do /bin/syscall_loop 20000; done | median
 }
 d=instances/bench-cost
 mkdir $d
@@ -136,9 +142,16 @@ emit cost loop none ns_per_call `loop`
 echo function > $d/current_tracer
 emit cost loop function ns_per_call `loop`
 echo 1 > $d/options/func_stack_trace
-emit cost loop full_stack ns_per_call `loop`
 echo 1 > $d/options/stackmap
-emit cost loop stackmap ns_per_call `loop`
+for i in `seq $RUNS`; do
+	echo 0 > $d/options/stackmap
+	/bin/syscall_loop 20000 >> /tmp/cost-full
+	echo 1 > $d/options/stackmap
+	/bin/syscall_loop 20000 >> /tmp/cost-map
+done
+emit cost loop full_stack ns_per_call `median < /tmp/cost-full`
+emit cost loop stackmap ns_per_call `median < /tmp/cost-map`
+emit cost loop stackmap depth `awk '/^stack_id / { print $8; exit }' $d/stack_map`
 awk '/^(entries|hits|inserts): / { print "@@BENCH map loop on " $1 " " $2 }' $d/stack_map_stat | tr -d :
 echo 0 > $d/options/func_stack_trace
 echo nop > $d/current_tracer

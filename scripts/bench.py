@@ -42,7 +42,7 @@ def main():
 
     print("History per buffer (1 MiB per CPU, same events into both buffers)")
     print(f"{'workload':9} {'entries off':>11} {'on':>7} {'x':>5}  {'B/entry off':>11} "
-          f"{'on':>5}  {'span off s':>10} {'on':>7} {'x':>5}")
+          f"{'on':>5}  {'span off s':>10} {'on':>7} {'x':>5}  {'depth':>5}")
     for w in WORKLOADS:
         h = data["history"].get(w)
         if not h or "off" not in h or "on" not in h:
@@ -58,14 +58,17 @@ def main():
             "bytes_per_entry_off": ratio(off["bytes"], off["entries"]),
             "bytes_per_entry_on": ratio(on["bytes"], on["entries"]),
             "span_ratio": ratio(on["span_s"], off["span_s"]),
+            "stack_depth": ratio(off["frames"], off["full_stacks"]),
         }
         result["history"][w] = row
         print(f"{w:9} {off['entries']:11.0f} {on['entries']:7.0f} {row['entries_ratio']:5.2f}  "
               f"{row['bytes_per_entry_off']:11.1f} {row['bytes_per_entry_on']:5.1f}  "
-              f"{off['span_s']:10.3f} {on['span_s']:7.3f} {row['span_ratio']:5.2f}")
+              f"{off['span_s']:10.3f} {on['span_s']:7.3f} {row['span_ratio']:5.2f}  "
+              f"{row['stack_depth']:5.1f}")
         if w in ("vfs", "sched"):
             targets.append((f"{w}: entries retained on/off >= 2.2",
-                            row["entries_ratio"] >= 2.2, f"{row['entries_ratio']:.2f}x"))
+                            row["entries_ratio"] >= 2.2,
+                            f"{row['entries_ratio']:.2f}x, stacks {row['stack_depth']:.1f} deep"))
 
     print()
     print("Map memory and dedup at the end of each workload")
@@ -104,9 +107,12 @@ def main():
     if all(cost.get(k) for k in ("none", "function", "full_stack", "stackmap")):
         off = cost["full_stack"] - cost["function"]
         on = cost["stackmap"] - cost["function"]
+        depth = data["cost"]["loop"]["stackmap"].get("depth", float("nan"))
         result["cost"] = {"ns_per_call": cost, "per_stack_off_ns": off,
-                          "per_stack_on_ns": on, "on_off_ratio": ratio(on, off)}
-        print("Cost per recorded stack (getppid loop, function tracer + func_stack_trace)")
+                          "per_stack_on_ns": on, "on_off_ratio": ratio(on, off),
+                          "stack_depth": depth}
+        print("Cost per recorded stack (getppid loop, function tracer + func_stack_trace, "
+              f"stack depth {depth:.0f})")
         print(f"  ns per call: untraced {cost['none']:.0f}, function {cost['function']:.0f}, "
               f"+ full stack {cost['full_stack']:.0f}, + stackmap {cost['stackmap']:.0f}")
         print(f"  per recorded stack: full {off:.0f} ns, cookie {on:.0f} ns, "
