@@ -146,6 +146,12 @@ impl Record<'_> {
     }
 }
 
+/// The reservation word of the arena, on a cache line of its own: every
+/// insert writes it, and the line must not be the one that every lookup
+/// reads the gate and the table's geometry from.
+#[repr(align(64))]
+struct Reservations(Atomic<u64>);
+
 /// The table and its arena.
 pub(crate) struct Table<H> {
     /// `log2` of the number of stacks the arena is sized for.
@@ -155,7 +161,7 @@ pub(crate) struct Table<H> {
     /// Records: a ref count word, then the frames.
     arena: Storage<Word>,
     /// Reservations so far: records in the high half, arena words in the low.
-    used: Atomic<u64>,
+    used: Reservations,
     /// The generation in the high half, and [`CLOSED`] while a reset runs.
     state: Atomic<u64>,
     /// Places stacks in the table.
@@ -174,7 +180,7 @@ impl<H: StackHash> Table<H> {
             bits,
             slots,
             arena,
-            used: Atomic::new(0),
+            used: Reservations(Atomic::new(0)),
             state: Atomic::new(u64::from(FIRST_GENERATION) << 32),
             hash,
         })
@@ -202,12 +208,12 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the number of stacks stored in this generation.
     pub(crate) fn entries(&self) -> usize {
-        (self.used.load(Relaxed) >> 32) as usize
+        (self.used.0.load(Relaxed) >> 32) as usize
     }
 
     /// Returns the arena bytes used by the records of this generation.
     pub(crate) fn arena_bytes_used(&self) -> usize {
-        (self.used.load(Relaxed) as u32 as usize) * size_of::<Word>()
+        (self.used.0.load(Relaxed) as u32 as usize) * size_of::<Word>()
     }
 
     /// Returns the current generation.
@@ -233,6 +239,7 @@ impl<H: StackHash> Table<H> {
     /// may run in any context, NMI included. The critical section `_rcu`
     /// (preemption disabled counts) is what a reset waits for before it
     /// clears the table.
+    #[inline(always)]
     pub(crate) fn lookup_or_insert(
         &self,
         frames: &[usize],
@@ -292,6 +299,10 @@ impl<H: StackHash> Table<H> {
     /// Returns `Ok(true)` once published, `Ok(false)` if the slot was
     /// claimed but the arena had no room, and `Err(())` if another CPU
     /// claimed the slot first.
+    ///
+    /// Out of line: a stack is inserted once and then hit many times, and
+    /// the hit path stays small enough to inline into the recorder's call.
+    #[inline(never)]
     fn claim(&self, slot: &Slot, key: u32, frames: &[usize]) -> core::result::Result<bool, ()> {
         // Refuse before claiming when the arena is already full, so that a
         // full map does not also burn slots.
@@ -331,7 +342,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns whether a record of `depth` frames would still fit.
     fn has_room(&self, depth: usize) -> bool {
-        let used = self.used.load(Relaxed);
+        let used = self.used.0.load(Relaxed);
         (used >> 32) < self.capacity() as u64
             && (used as u32 as usize) + 1 + depth <= self.arena.len()
     }
@@ -341,7 +352,7 @@ impl<H: StackHash> Table<H> {
     /// Bounded: it retries only when another CPU reserved in between, and
     /// gives up as soon as the record or the words would exceed the limits.
     fn reserve(&self, depth: usize) -> Option<usize> {
-        let mut used = self.used.load(Relaxed);
+        let mut used = self.used.0.load(Relaxed);
         loop {
             let (records, words) = (used >> 32, used as u32 as usize);
             if records >= self.capacity() as u64 || words + 1 + depth > self.arena.len() {
@@ -350,7 +361,7 @@ impl<H: StackHash> Table<H> {
             let next = ((records + 1) << 32) | (words + 1 + depth) as u64;
             // ORDERING: Relaxed: the reservation only hands out disjoint
             // ranges; publication is ordered by the record's Release store.
-            match self.used.cmpxchg(used, next, Relaxed) {
+            match self.used.0.cmpxchg(used, next, Relaxed) {
                 Ok(_) => return Some(words),
                 Err(current) => used = current,
             }
@@ -458,7 +469,7 @@ impl<H: StackHash> Table<H> {
             // INVARIANT: The gate is closed and no recorder is inside.
             slot.0.store(0, Relaxed);
         }
-        self.used.store(0, Relaxed);
+        self.used.0.store(0, Relaxed);
     }
 
     /// Moves to the next generation and opens the gate again.
