@@ -123,7 +123,7 @@ history vfs vfs_setup files_work
 history sched sched_setup files_work
 history distinct hot_setup tree_work
 
-# Cost per recorded stack: a getppid() loop, untraced, traced with the
+# Cost per recorded stack: a syscall loop, untraced, traced with the
 # function tracer only, then with a full stack per call and through the
 # stackmap (hits). The last two alternate, run by run, so that a slower
 # stretch of the host weighs on both alike. Each figure is the median of
@@ -132,30 +132,41 @@ RUNS=9
 median() {
 	sort -n | sed -n "$(((RUNS + 1) / 2))p"
 }
-loop() {
-	for i in `seq $RUNS`; do /bin/syscall_loop 20000; done | median
+# runs COMMAND...: the median of RUNS runs of COMMAND.
+runs() {
+	for i in $(seq $RUNS); do "$@"; done | median
 }
-d=instances/bench-cost
-mkdir $d
-echo __x64_sys_getppid > $d/set_ftrace_filter
-emit cost loop none ns_per_call `loop`
-echo function > $d/current_tracer
-emit cost loop function ns_per_call `loop`
-echo 1 > $d/options/func_stack_trace
-echo 1 > $d/options/stackmap
-for i in `seq $RUNS`; do
-	echo 0 > $d/options/stackmap
-	/bin/syscall_loop 20000 >> /tmp/cost-full
+# cost NAME FUNCTION [MODE]: the loop of syscall_loop MODE, traced at
+# FUNCTION, which each of its calls reaches once.
+cost() {
+	name=$1 func=$2 mode=$3
+	d=instances/bench-cost
+	mkdir $d
+	echo $func > $d/set_ftrace_filter
+	emit cost $name none ns_per_call `runs /bin/syscall_loop 20000 $mode`
+	echo function > $d/current_tracer
+	emit cost $name function ns_per_call `runs /bin/syscall_loop 20000 $mode`
+	echo 1 > $d/options/func_stack_trace
 	echo 1 > $d/options/stackmap
-	/bin/syscall_loop 20000 >> /tmp/cost-map
-done
-emit cost loop full_stack ns_per_call `median < /tmp/cost-full`
-emit cost loop stackmap ns_per_call `median < /tmp/cost-map`
-emit cost loop stackmap depth `awk '/^stack_id / { print $8; exit }' $d/stack_map`
-awk '/^(entries|hits|inserts): / { print "@@BENCH map loop on " $1 " " $2 }' $d/stack_map_stat | tr -d :
-echo 0 > $d/options/func_stack_trace
-echo nop > $d/current_tracer
-rmdir $d
+	rm -f /tmp/cost-full /tmp/cost-map
+	for i in `seq $RUNS`; do
+		echo 0 > $d/options/stackmap
+		/bin/syscall_loop 20000 $mode >> /tmp/cost-full
+		echo 1 > $d/options/stackmap
+		/bin/syscall_loop 20000 $mode >> /tmp/cost-map
+	done
+	emit cost $name full_stack ns_per_call `median < /tmp/cost-full`
+	emit cost $name stackmap ns_per_call `median < /tmp/cost-map`
+	# The depth of the stack recorded once per call.
+	emit cost $name stackmap depth `awk -v n=$((RUNS * 20000)) '
+		/^stack_id / && $6 >= n { print $8; exit }' $d/stack_map`
+	echo 0 > $d/options/func_stack_trace
+	echo nop > $d/current_tracer
+	rmdir $d
+}
+cost getppid __x64_sys_getppid
+cost stat generic_fillattr stat
 
-# The map's own cost, measured by the KUnit case at boot.
+# The map's own cost and its probe lengths, measured by KUnit cases at boot.
+dmesg | sed -n 's/.*stackmap_bench: load 50% probe_mean_x100 \([0-9]*\) probe_max \([0-9]*\).*/@@BENCH kernel load50 map probe_mean_x100 \1\n@@BENCH kernel load50 map probe_max \2/p'
 dmesg | sed -n 's/.*stackmap_bench: depth \([0-9]*\) hit_ns \([0-9]*\) insert_ns \([0-9]*\).*/@@BENCH kernel depth\1 map hit_ns \2\n@@BENCH kernel depth\1 map insert_ns \3/p'
