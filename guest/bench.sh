@@ -123,19 +123,12 @@ history vfs vfs_setup files_work
 history sched sched_setup files_work
 history distinct hot_setup tree_work
 
-# Cost per recorded stack: a syscall loop, untraced, traced with the
-# function tracer only, then with a full stack per call and through the
-# stackmap (hits). The last two alternate, run by run, so that a slower
-# stretch of the host weighs on both alike. Each figure is the median of
-# its runs.
-RUNS=9
-median() {
-	sort -n | sed -n "$(((RUNS + 1) / 2))p"
-}
-# runs COMMAND...: the median of RUNS runs of COMMAND.
-runs() {
-	for i in $(seq $RUNS); do "$@"; done | median
-}
+# Cost per recorded stack: a syscall loop traced with the function tracer
+# only, with a full stack per call, and through the stackmap (hits). Each
+# round runs the three back to back, so that a slower stretch of the host
+# weighs on all of them alike; scripts/bench.py takes the median over the
+# rounds of each round's figures.
+ROUNDS=21
 # cost NAME FUNCTION [MODE]: the loop of syscall_loop MODE, traced at
 # FUNCTION, which each of its calls reaches once.
 cost() {
@@ -143,22 +136,20 @@ cost() {
 	d=instances/bench-cost
 	mkdir $d
 	echo $func > $d/set_ftrace_filter
-	emit cost $name none ns_per_call `runs /bin/syscall_loop 20000 $mode`
+	emit cost $name none run0 `/bin/syscall_loop 20000 $mode`
 	echo function > $d/current_tracer
-	emit cost $name function ns_per_call `runs /bin/syscall_loop 20000 $mode`
-	echo 1 > $d/options/func_stack_trace
 	echo 1 > $d/options/stackmap
-	rm -f /tmp/cost-full /tmp/cost-map
-	for i in `seq $RUNS`; do
+	for i in `seq $ROUNDS`; do
+		echo 0 > $d/options/func_stack_trace
+		emit cost $name function run$i `/bin/syscall_loop 20000 $mode`
+		echo 1 > $d/options/func_stack_trace
 		echo 0 > $d/options/stackmap
-		/bin/syscall_loop 20000 $mode >> /tmp/cost-full
+		emit cost $name full_stack run$i `/bin/syscall_loop 20000 $mode`
 		echo 1 > $d/options/stackmap
-		/bin/syscall_loop 20000 $mode >> /tmp/cost-map
+		emit cost $name stackmap run$i `/bin/syscall_loop 20000 $mode`
 	done
-	emit cost $name full_stack ns_per_call `median < /tmp/cost-full`
-	emit cost $name stackmap ns_per_call `median < /tmp/cost-map`
 	# The depth of the stack recorded once per call.
-	emit cost $name stackmap depth `awk -v n=$((RUNS * 20000)) '
+	emit cost $name stackmap depth `awk -v n=$((ROUNDS * 20000)) '
 		/^stack_id / && $6 >= n { print $8; exit }' $d/stack_map`
 	echo 0 > $d/options/func_stack_trace
 	echo nop > $d/current_tracer
