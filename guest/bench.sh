@@ -126,9 +126,10 @@ history distinct hot_setup tree_work
 # Cost per recorded stack: a syscall loop traced with the function tracer
 # only, with a full stack per call, and through the stackmap (hits). Each
 # round runs the three back to back, so that a slower stretch of the host
-# weighs on all of them alike; scripts/bench.py takes the median over the
-# rounds of each round's figures.
-ROUNDS=21
+# (when the guest clock follows it) weighs on all of them alike;
+# scripts/bench.py takes the median over the rounds of each round's
+# figures, and shows their range.
+ROUNDS=5
 # cost NAME FUNCTION [MODE]: the loop of syscall_loop MODE, traced at
 # FUNCTION, which each of its calls reaches once.
 cost() {

@@ -51,8 +51,12 @@ def ratios(rounds):
 
 def main():
     log, out = sys.argv[1], sys.argv[2]
+    # What the guest clock counted: "ns", or "insns" when QEMU ran it off
+    # the instruction count (one instruction per ns).
+    unit = sys.argv[3] if len(sys.argv) > 3 else "ns"
     data = parse(log)
-    result = {"history": {}, "memory": {}, "dedup": {}, "cost": {}, "map_cost": {}}
+    result = {"unit": unit, "history": {}, "memory": {}, "dedup": {}, "cost": {},
+              "map_cost": {}}
     targets = []
 
     print("History per buffer (1 MiB per CPU, same events into both buffers)")
@@ -137,19 +141,19 @@ def main():
         x = median(ratios(rounds))
         per_stack[depth] = off
         result["cost"][loop] = {"traced": traced, "stack_depth": depth, "rounds": rounds,
-                                "untraced_ns_per_call": c.get("none", {}).get("run0"),
-                                "function_ns_per_call": function,
-                                "per_stack_off_ns": off, "per_stack_on_ns": on,
+                                "untraced_per_call": c.get("none", {}).get("run0"),
+                                "function_per_call": function,
+                                "per_stack_off": off, "per_stack_on": on,
                                 "on_off_ratio": x}
         print(f"  {loop} ({traced}, stack depth {depth:.0f}, {len(rounds)} rounds): "
-              f"function alone {function:.0f} ns per call")
-        print(f"    per recorded stack: full {off:.0f} ns, cookie {on:.0f} ns, "
+              f"function alone {function:.0f} {unit} per call")
+        print(f"    per recorded stack: full {off:.0f} {unit}, cookie {on:.0f} {unit}, "
               f"on/off {x:.2f} (rounds: {min(ratios(rounds)):.2f} to {max(ratios(rounds)):.2f})")
         targets.append((f"{loop}: recording with the stackmap costs no more than without",
                         x <= 1.0, f"on/off {x:.2f} at depth {depth:.0f}"))
 
     print()
-    print("The map's own cost, in-kernel (KUnit case, ns per op)")
+    print(f"The map's own cost, in-kernel (KUnit case, {unit} per op)")
     # The share of a hit in the recording path of the loop whose stack depth
     # is nearest: unwinding, like hashing, grows with the depth.
     for depth in (8, 16, 32):
@@ -157,7 +161,7 @@ def main():
         if not k:
             targets.append((f"map cost at depth {depth} measured", False, "no figures"))
             continue
-        row = {"hit_ns": k["hit_ns"], "insert_ns": k["insert_ns"]}
+        row = {"hit": k["hit_ns"], "insert": k["insert_ns"]}
         share = ""
         if per_stack:
             path_depth = min(per_stack, key=lambda d: abs(d - depth))

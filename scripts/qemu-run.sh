@@ -8,7 +8,9 @@
 # Environment: QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE (from arch/*/arch.mk),
 # KERNEL, INITRAMFS, BUILD, and optionally CMD (empty: interactive shell),
 # TIMEOUT (seconds), APPEND (extra kernel command line), LOG (console copy),
-# TCG_THREAD (single or multi).
+# TCG_THREAD (single or multi), ICOUNT (a shift: under TCG, the guest
+# clock counts executed instructions, 2^shift ns each, instead of host
+# time; make bench sets 0).
 set -uo pipefail
 
 : "${KERNEL:?}" "${INITRAMFS:?}" "${BUILD:?}" "${QEMU_SYSTEM:?}"
@@ -41,7 +43,7 @@ qemu() { # accel timeout
 		-smp 2 -m 1G -nic none -no-reboot -display none \
 		-kernel "$KERNEL" -initrd "$run_dir/initrd" \
 		-append "console=$GUEST_CONSOLE panic=-1 oops=panic $APPEND" \
-		"$@"
+		"${icount[@]}" "$@"
 }
 
 # KVM hangs the guest on some hosts: use it only once a boot under it has
@@ -72,6 +74,10 @@ accel=$(cat "$accel_file")
 # also lets the two `make check` boots use a core each. TCG_THREAD=multi
 # gives each vCPU its own thread.
 [ "$accel" = tcg ] && accel=tcg,thread=${TCG_THREAD:-single}
+icount=()
+if [ -n "${ICOUNT-}" ] && [ "${accel%%,*}" = tcg ]; then
+	icount=(-icount "shift=$ICOUNT,sleep=off")
+fi
 
 if [ "$INTERACTIVE" = 1 ]; then
 	echo "qemu: interactive guest; 'reboot -f' or Ctrl-A X ends it" >&2
