@@ -407,10 +407,17 @@ impl<H: StackHash> Table<H> {
         stored.len() == frames.len() && stored.iter().zip(frames).all(|(&s, &f)| s == f as u64)
     }
 
-    /// Returns the stack in `slot` if the gate is open and the slot holds a
-    /// published one.
-    pub(crate) fn slot<'a>(&'a self, slot: usize, _rcu: ReadSection<'a>) -> Option<Record<'a>> {
-        self.open()?;
+    /// Returns the stack in `slot` if the gate is open, the map is in
+    /// `generation` and the slot holds a published stack.
+    pub(crate) fn slot<'a>(
+        &'a self,
+        slot: usize,
+        generation: u32,
+        _rcu: ReadSection<'a>,
+    ) -> Option<Record<'a>> {
+        if self.open()? != generation {
+            return None;
+        }
         // ORDERING: Acquire pairs with the publishing Release in `claim()`.
         let (start, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
             0 | RECORD_DEAD => return None,
@@ -436,10 +443,7 @@ impl<H: StackHash> Table<H> {
         out: &mut [usize],
     ) -> Option<(u64, usize)> {
         let guard = rcu_read_lock();
-        if self.open()? != generation {
-            return None;
-        }
-        let record = self.slot(slot, ReadSection::new(&guard))?;
+        let record = self.slot(slot, generation, ReadSection::new(&guard))?;
         for (dst, frame) in out.iter_mut().zip(record.frames()) {
             *dst = frame;
         }

@@ -200,7 +200,7 @@ mod cases {
         let (mut sum, mut max) = (0, 0);
         let rcu = rcu::read_lock();
         for slot in 0..table.slot_count() {
-            let Some(record) = table.slot(slot, ReadSection::new(&rcu)) else {
+            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
                 continue;
             };
             let mut frames = KVec::new();
@@ -377,7 +377,7 @@ mod cases {
         let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
         for slot in 0..table.slot_count() {
             let rcu = rcu::read_lock();
-            let Some(record) = table.slot(slot, ReadSection::new(&rcu)) else {
+            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
                 continue;
             };
             let mut frames = KVec::new();
