@@ -84,7 +84,10 @@ impl<H: StackHash> StackMap<H> {
     ///
     /// The RCU read-side critical section `rcu` is what a reset waits for
     /// before it clears the table.
-    #[inline]
+    ///
+    /// Always inlined, like [`Table::lookup_or_insert`]: it is the whole of
+    /// the entry point ftrace calls for every recorded stack.
+    #[inline(always)]
     pub(crate) fn lookup(&self, frames: &[usize], rcu: ReadSection<'_>) -> Result<Found, Fallback> {
         let outcome = self.table.lookup_or_insert(frames, rcu);
         self.stats.count(&outcome);

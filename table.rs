@@ -114,6 +114,27 @@ impl Slot {
     }
 }
 
+/// Returns the slot where the probe for a stack of hash `hash` starts, in a
+/// table of `mask + 1` slots.
+///
+/// The slot comes from the low bits of the hash and the key ([`key`]) from
+/// the high half, so that stacks that share a home slot still differ in
+/// their keys.
+#[inline]
+pub(crate) fn home(hash: u64, mask: usize) -> usize {
+    hash as usize & mask
+}
+
+/// Returns the key of a stack of hash `hash`: never 0, which marks a free
+/// slot.
+#[inline]
+fn key(hash: u64) -> u32 {
+    match (hash >> 32) as u32 {
+        0 => 1,
+        k => k,
+    }
+}
+
 /// Packs the record of a stack of `depth` frames whose ref count word is at
 /// arena index `start`.
 fn pack(start: usize, depth: usize) -> u32 {
@@ -256,15 +277,13 @@ impl<H: StackHash> Table<H> {
             return Err(Fallback::Reset);
         };
         let hash = self.hash.hash(frames);
-        let key = match hash as u32 {
-            0 => 1,
-            k => k,
-        };
-        let mask = self.slots.len() - 1;
-        let mut index = (hash >> (64 - (self.bits + 1))) as usize;
+        let key = key(hash);
+        let slots = &*self.slots;
+        let mask = slots.len() - 1;
+        let mut index = home(hash, mask);
 
         for _ in 0..MAX_PROBE {
-            let slot = &self.slots[index];
+            let slot = &slots[index];
             // ORDERING: Acquire pairs with the Release that published the
             // record in `claim()`: its frames are visible.
             let mut word = slot.0.load(Acquire);
@@ -293,7 +312,8 @@ impl<H: StackHash> Table<H> {
                     }
                 }
             }
-            index = (index + 1) & mask;
+            // `index <= mask`: the increment cannot wrap.
+            index = index.wrapping_add(1) & mask;
         }
         Err(Fallback::Full)
     }

@@ -11,7 +11,7 @@ mod cases {
         cookie::{Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
-        table::{Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
+        table::{home, Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
         StackMap,
     };
     use kernel::{
@@ -22,12 +22,14 @@ mod cases {
     };
 
     /// A hash that sends every stack to the same slot with the same key, so
-    /// that only the full comparison of frames tells stacks apart.
+    /// that only the full comparison of frames tells stacks apart. In a map
+    /// of 2^`BITS_MIN` stacks the slot is 16 from the end of the table, so
+    /// the probes also wrap around.
     struct CollidingHash;
 
     impl StackHash for CollidingHash {
         fn hash(&self, _frames: &[usize]) -> u64 {
-            0x1234_5678_9abc_def0
+            0x1234_5678_9abc_dff0
         }
     }
 
@@ -207,8 +209,7 @@ mod cases {
             for f in record.frames() {
                 frames.push(f, GFP_KERNEL).expect("alloc");
             }
-            // The home slot, as `Table::lookup_or_insert()` computes it.
-            let home = (hash.hash(&frames) >> (64 - (BITS_MIN + 1))) as usize;
+            let home = home(hash.hash(&frames), mask);
             let distance = slot.wrapping_sub(home) & mask;
             sum += distance;
             max = max.max(distance);
