@@ -333,15 +333,23 @@ mod cases {
     }
 
     #[test]
-    fn seeded_hash_depends_on_seed_and_every_frame() {
+    fn seeded_hash_depends_on_seed_every_frame_and_order() {
         let a = SeededHash::new(1);
         let b = SeededHash::new(2);
         let s = stack(3, 16);
         assert_ne!(a.hash(&s), b.hash(&s));
-        let mut t = stack(3, 16);
-        t[15] ^= 8;
-        assert_ne!(a.hash(&s), a.hash(&t));
+        for i in 0..s.len() {
+            let mut t = stack(3, 16);
+            t[i] ^= 8;
+            assert_ne!(a.hash(&s), a.hash(&t));
+        }
         assert_ne!(a.hash(&s[..15]), a.hash(&s));
+        // Frames swapped between lanes, and within one lane.
+        for (i, j) in [(0, 1), (1, 3), (0, 4), (2, 14)] {
+            let mut t = stack(3, 16);
+            t.swap(i, j);
+            assert_ne!(a.hash(&s), a.hash(&t));
+        }
     }
 
     #[test]
