@@ -57,10 +57,17 @@ for name in plain stackmap; do
 	[ -f "$log" ] && logs+=("$log")
 done
 
+# Host-side crates: each test case counts; a crate whose tests do not
+# build or run to the end counts as one failed case.
 cargo_out=
+rm -f "$BUILD/cargo-test.out"
 for manifest in $(cd "$ROOT" && git ls-files -co --exclude-standard '*Cargo.toml'); do
 	cargo_out=$BUILD/cargo-test.out
-	(cd "$ROOT/$(dirname "$manifest")" && cargo test --quiet 2>&1) >> "$cargo_out"
+	echo "check: cargo test $manifest"
+	if ! CARGO_TARGET_DIR=$BUILD/cargo cargo test --release \
+		--manifest-path "$ROOT/$manifest" >> "$cargo_out" 2>&1; then
+		echo "test $(dirname "$manifest") ... FAILED" >> "$cargo_out"
+	fi
 done
 
 python3 "$ROOT/scripts/summarize.py" "${logs[@]}" "${summary_args[@]}" \

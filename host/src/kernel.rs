@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The parts of the kernel crate that the slot table and its counters use,
+//! implemented on the host's standard library, so that the kernel sources
+//! build unchanged: the atomics take the kernel's ordering arguments and map
+//! them to the C++ memory model, RCU read-side sections cost nothing (this
+//! build never resets a table), vmalloc is the heap and a thread is a CPU.
+
+/// `kernel::prelude`.
+pub mod prelude {
+    pub use super::alloc::{Flags, VVec, __GFP_NOWARN, GFP_KERNEL};
+    pub use super::error::{Error, Result, EINVAL, ENOMEM};
+
+    /// `kernel::prelude::KVec`: the same vector, from kmalloc.
+    pub type KVec<T> = VVec<T>;
+}
+
+/// `kernel::error`.
+pub mod error {
+    /// A kernel error number.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Error(pub i32);
+
+    /// `-EINVAL`.
+    pub const EINVAL: Error = Error(22);
+    /// `-ENOMEM`.
+    pub const ENOMEM: Error = Error(12);
+
+    /// `kernel::error::Result`.
+    pub type Result<T = (), E = Error> = core::result::Result<T, E>;
+}
+
+/// `kernel::alloc`.
+pub mod alloc {
+    use super::error::{Result, ENOMEM};
+
+    /// Allocation flags; the host heap takes none.
+    #[derive(Clone, Copy)]
+    pub struct Flags;
+
+    impl core::ops::BitOr for Flags {
+        type Output = Flags;
+
+        fn bitor(self, _: Flags) -> Flags {
+            Flags
+        }
+    }
+
+    /// `GFP_KERNEL`.
+    pub const GFP_KERNEL: Flags = Flags;
+    /// `__GFP_NOWARN`.
+    pub const __GFP_NOWARN: Flags = Flags;
+
+    /// `kernel::alloc::VVec`: a vector that never grows past its capacity.
+    pub struct VVec<T>(Vec<T>);
+
+    impl<T> VVec<T> {
+        /// Allocates room for `capacity` elements.
+        pub fn with_capacity(capacity: usize, _: Flags) -> Result<Self> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(capacity).map_err(|_| ENOMEM)?;
+            Ok(Self(v))
+        }
+
+        /// Appends `value` if there is room; gives it back otherwise.
+        pub fn push_within_capacity(&mut self, value: T) -> core::result::Result<(), T> {
+            if self.0.len() == self.0.capacity() {
+                return Err(value);
+            }
+            self.0.push(value);
+            Ok(())
+        }
+    }
+
+    impl<T> core::ops::Deref for VVec<T> {
+        type Target = [T];
+
+        fn deref(&self) -> &[T] {
+            &self.0
+        }
+    }
+}
+
+/// `kernel::types`.
+pub mod types {
+    /// Makes a type `!Send` and `!Sync`.
+    pub type NotThreadSafe = core::marker::PhantomData<*mut ()>;
+}
+
+/// `kernel::cpu`: each thread that counts is a CPU.
+pub mod cpu {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// The number of CPUs the counters are sized for.
+    pub const NR_CPUS: u32 = 8;
+
+    /// Returns the number of possible CPUs.
+    pub fn nr_cpu_ids() -> u32 {
+        NR_CPUS
+    }
+
+    /// A CPU number.
+    pub struct CpuId(u32);
+
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+
+    std::thread_local! {
+        static ID: u32 = NEXT.fetch_add(1, Ordering::Relaxed) % NR_CPUS;
+    }
+
+    impl CpuId {
+        /// Returns the CPU of the calling thread.
+        #[inline]
+        pub fn current() -> Self {
+            Self(ID.with(|id| *id))
+        }
+
+        /// Returns the number.
+        #[inline]
+        pub fn as_u32(&self) -> u32 {
+            self.0
+        }
+    }
+}
+
+/// `kernel::sync`.
+pub mod sync {
+    /// `kernel::sync::atomic`, for `u64`: the orderings are the kernel's
+    /// unit types, mapped to the C++ memory model.
+    pub mod atomic {
+        use core::sync::atomic::{AtomicU64, Ordering as Cxx};
+
+        /// Relaxed ordering.
+        #[derive(Clone, Copy)]
+        pub struct Relaxed;
+        /// Acquire ordering.
+        #[derive(Clone, Copy)]
+        pub struct Acquire;
+        /// Release ordering.
+        #[derive(Clone, Copy)]
+        pub struct Release;
+        /// Full ordering.
+        #[derive(Clone, Copy)]
+        pub struct Full;
+
+        /// An ordering argument.
+        pub trait Ordering: Copy {
+            /// The ordering of a read-modify-write, and of its failure.
+            const RMW: (Cxx, Cxx);
+        }
+        impl Ordering for Relaxed {
+            const RMW: (Cxx, Cxx) = (Cxx::Relaxed, Cxx::Relaxed);
+        }
+        impl Ordering for Acquire {
+            const RMW: (Cxx, Cxx) = (Cxx::Acquire, Cxx::Acquire);
+        }
+        impl Ordering for Release {
+            const RMW: (Cxx, Cxx) = (Cxx::Release, Cxx::Relaxed);
+        }
+        impl Ordering for Full {
+            const RMW: (Cxx, Cxx) = (Cxx::SeqCst, Cxx::SeqCst);
+        }
+
+        /// An ordering a load takes.
+        pub trait AcquireOrRelaxed: Ordering {
+            /// The load's ordering.
+            const LOAD: Cxx;
+        }
+        impl AcquireOrRelaxed for Relaxed {
+            const LOAD: Cxx = Cxx::Relaxed;
+        }
+        impl AcquireOrRelaxed for Acquire {
+            const LOAD: Cxx = Cxx::Acquire;
+        }
+
+        /// An ordering a store takes.
+        pub trait ReleaseOrRelaxed: Ordering {
+            /// The store's ordering.
+            const STORE: Cxx;
+        }
+        impl ReleaseOrRelaxed for Relaxed {
+            const STORE: Cxx = Cxx::Relaxed;
+        }
+        impl ReleaseOrRelaxed for Release {
+            const STORE: Cxx = Cxx::Release;
+        }
+
+        /// `kernel::sync::atomic::Atomic`, for `u64` only.
+        #[repr(transparent)]
+        pub struct Atomic<T>(AtomicU64, core::marker::PhantomData<T>);
+
+        impl Atomic<u64> {
+            /// Creates an atomic holding `v`.
+            pub const fn new(v: u64) -> Self {
+                Self(AtomicU64::new(v), core::marker::PhantomData)
+            }
+
+            /// Views the `u64` at `ptr` as an atomic.
+            ///
+            /// # Safety
+            ///
+            /// As for [`AtomicU64::from_ptr`].
+            #[inline]
+            pub unsafe fn from_ptr<'a>(ptr: *mut u64) -> &'a Self {
+                // SAFETY: `Atomic<u64>` is a transparent `AtomicU64`, which
+                // the caller may create at `ptr`.
+                unsafe { &*ptr.cast::<Self>() }
+            }
+
+            /// Loads the value.
+            #[inline]
+            pub fn load<O: AcquireOrRelaxed>(&self, _: O) -> u64 {
+                self.0.load(O::LOAD)
+            }
+
+            /// Stores `v`.
+            #[inline]
+            pub fn store<O: ReleaseOrRelaxed>(&self, v: u64, _: O) {
+                self.0.store(v, O::STORE)
+            }
+
+            /// Replaces `old` by `new`; returns the value found otherwise.
+            #[inline]
+            pub fn cmpxchg<O: Ordering>(&self, old: u64, new: u64, _: O) -> Result<u64, u64> {
+                self.0.compare_exchange(old, new, O::RMW.0, O::RMW.1)
+            }
+
+            /// Adds `v`.
+            #[inline]
+            pub fn add(&self, v: u64, _: Relaxed) {
+                self.0.fetch_add(v, Cxx::Relaxed);
+            }
+
+            /// Adds `v`; returns the previous value.
+            #[inline]
+            pub fn fetch_add<O: Ordering>(&self, v: u64, _: O) -> u64 {
+                self.0.fetch_add(v, O::RMW.0)
+            }
+        }
+    }
+
+    /// `kernel::sync::rcu`: no table built here is ever reset, so a
+    /// read-side section has nothing to hold off.
+    pub mod rcu {
+        use crate::types::NotThreadSafe;
+
+        /// An RCU read-side critical section.
+        pub struct Guard(NotThreadSafe);
+
+        /// Enters a read-side critical section.
+        pub fn read_lock() -> Guard {
+            Guard(core::marker::PhantomData)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The stackmap's slot table, hash and counters, built from the kernel
+//! sources for the host: `make check` runs its tests, which race the slot
+//! protocol on real CPUs (the guest is emulated one vCPU at a time).
+//!
+//! The kernel files are compiled unchanged: `kernel.rs` provides the few
+//! kernel crate items they use.
+
+// The kernel files name their crate `kernel`; here that is this crate.
+extern crate self as kernel;
+
+#[path = "kernel.rs"]
+mod shim;
+pub use shim::{alloc, cpu, error, prelude, sync, types};
+
+#[allow(dead_code)]
+#[path = "../../cookie.rs"]
+mod cookie;
+#[allow(dead_code)]
+#[path = "../../hash.rs"]
+mod hash;
+#[allow(dead_code)]
+#[path = "../../platform.rs"]
+mod platform;
+#[allow(dead_code)]
+#[path = "../../stats.rs"]
+mod stats;
+#[allow(dead_code)]
+#[path = "../../table.rs"]
+mod table;
+
+#[cfg(test)]
+mod stress;
+
+fn main() {}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The slot protocol raced on real CPUs.
+//!
+//! The guest that runs the KUnit suite is emulated one vCPU at a time, so
+//! its concurrent cases interleave but never overlap. Here threads insert
+//! and look up the same stacks truly in parallel, and every outcome is
+//! checked against what the protocol promises: one slot per stack, one
+//! cookie per stack, every cookie resolving to its own frames, and every
+//! counted recording in a ref count.
+
+use crate::{
+    hash::{SeededHash, StackHash},
+    platform::{rcu_read_lock, ReadSection},
+    table::{Fallback, Table, BITS_MIN, MAX_PROBE},
+};
+use std::{sync::Barrier, thread};
+
+/// Recording threads; more than the CPUs, so that preemption also
+/// interleaves them at arbitrary points.
+const THREADS: usize = 4;
+
+/// Makes the stack `id` of `depth` frames; stacks share their outer frames.
+fn stack(id: usize, depth: usize) -> Vec<usize> {
+    (0..depth)
+        .map(|i| match i {
+            0 => 0xffff_ffff_8100_0000 + id * 0x40,
+            _ => 0xffff_ffff_8200_0000 + i * 0x10,
+        })
+        .collect()
+}
+
+/// A hash that sends every stack to one home slot with one key.
+struct CollidingHash;
+
+impl StackHash for CollidingHash {
+    fn hash(&self, _frames: &[usize]) -> u64 {
+        0x0bad_cafe_0000_0007
+    }
+}
+
+/// Has `THREADS` threads record `stacks` stacks `rounds` times each, each
+/// thread in its own order, all starting together; checks the table after.
+fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
+    let barrier = Barrier::new(THREADS);
+    // Per thread, per stack: the cookie it got, and how many hits and
+    // inserts it saw.
+    let results: Vec<Vec<(Option<u64>, u64)>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut seen = vec![(None, 0); stacks];
+                    barrier.wait();
+                    for round in 0..rounds {
+                        for k in 0..stacks {
+                            // All threads insert in the same order, so
+                            // that they race for the same new stacks, then
+                            // hit them in orders of their own.
+                            let id = (k * (2 * round * t + 1) + round) % stacks;
+                            let frames = stack(id, 1 + id % 12);
+                            let rcu = rcu_read_lock();
+                            let cookie =
+                                match table.lookup_or_insert(&frames, ReadSection::new(&rcu)) {
+                                    Ok(found) => found.cookie().to_raw(),
+                                    // The insert in flight on another CPU.
+                                    Err(Fallback::Busy) => continue,
+                                    Err(e) => panic!("stack {id}: unexpected {e:?}"),
+                                };
+                            let entry = &mut seen[id];
+                            assert!(
+                                entry.0.is_none_or(|c| c == cookie),
+                                "stack {id}: two cookies"
+                            );
+                            *entry = (Some(cookie), entry.1 + 1);
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("recorder thread"))
+            .collect()
+    });
+
+    assert_eq!(table.entries(), stacks);
+    let rcu = rcu_read_lock();
+    for id in 0..stacks {
+        let cookies: Vec<u64> = results.iter().filter_map(|r| r[id].0).collect();
+        assert!(!cookies.is_empty(), "stack {id}: never recorded");
+        assert!(
+            cookies.iter().all(|&c| c == cookies[0]),
+            "stack {id}: two cookies"
+        );
+        let slot = cookies[0] as u32 as usize;
+        let record = table
+            .slot(slot, table.generation(), ReadSection::new(&rcu))
+            .expect("the cookie resolves");
+        let frames: Vec<usize> = record.frames().collect();
+        assert_eq!(frames, stack(id, 1 + id % 12), "stack {id}: wrong frames");
+        let recorded: u64 = results.iter().map(|r| r[id].1).sum();
+        assert_eq!(record.refs, recorded, "stack {id}: lost ref counts");
+    }
+}
+
+/// Races on fresh tables, this many times per test.
+const TABLES: u64 = 200;
+
+#[test]
+fn parallel_inserts_store_each_stack_once() {
+    for seed in 0..TABLES {
+        let table = Table::new(BITS_MIN, SeededHash::new(seed)).expect("table");
+        race(&table, 1 << (BITS_MIN - 1), 4);
+    }
+}
+
+#[test]
+fn parallel_inserts_on_one_probe_chain() {
+    for _ in 0..TABLES {
+        let table = Table::new(BITS_MIN, CollidingHash).expect("table");
+        race(&table, MAX_PROBE, 8);
+    }
+}
