@@ -16,6 +16,11 @@ COST_LOOPS = {
     "getppid": "__x64_sys_getppid",
     "stat": "generic_fillattr",
 }
+NATIVE_WORKLOADS = {
+    "one": "1, hot",
+    "many": "4096 in turn",
+    "shared": "1, on 2 CPUs",
+}
 WORKLOADS = {
     "vfs": "function tracer on vfs_read/vfs_write/do_sys_openat2, func_stack_trace",
     "sched": "sched_switch + sched_wakeup, options/stacktrace",
@@ -23,15 +28,27 @@ WORKLOADS = {
 }
 
 
-def parse(path):
+def parse(paths):
     data = defaultdict(lambda: defaultdict(dict))
-    with open(path, errors="replace") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 6 and parts[0] == "@@BENCH":
-                _, group, workload, mode, key, value = parts
-                data[group][workload].setdefault(mode, {})[key] = float(value)
+    for path in paths:
+        with open(path, errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 6 and parts[0] == "@@BENCH":
+                    _, group, workload, mode, key, value = parts
+                    data[group][workload].setdefault(mode, {})[key] = float(value)
     return data
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def ratio(a, b):
@@ -54,9 +71,11 @@ def main():
     # What the guest clock counted: "ns", or "insns" when QEMU ran it off
     # the instruction count (one instruction per ns).
     unit = sys.argv[3] if len(sys.argv) > 3 else "ns"
-    data = parse(log)
+    # The native timings of host/, if they were taken.
+    host = sys.argv[4:5]
+    data = parse([log] + host)
     result = {"unit": unit, "history": {}, "memory": {}, "dedup": {}, "cost": {},
-              "map_cost": {}}
+              "map_cost": {}, "native": {}}
     targets = []
 
     print("History per buffer (1 MiB per CPU, same events into both buffers)")
@@ -183,6 +202,35 @@ def main():
         result["map_cost"]["probes_at_capacity"] = {"mean": mean, "max": probes["probe_max"]}
         print(f"  probes at capacity (half the slots used): {mean:.2f} extra slots on average, "
               f"{probes['probe_max']:.0f} at most (limit 32)")
+
+    if host:
+        print()
+        print(f"Natively on this machine's CPU ({cpu_model()}; host/ builds the")
+        print("kernel's table, hash and counters for it), ns per recorded stack: the copy")
+        print("the map saves, and what it does instead (hash; lookup = hash, probe, compare,")
+        print("ref count; record = lookup, counter, cookie write)")
+        print(f"  {'depth':>5}  {'stacks':16} {'copy':>6} {'hash':>6} {'lookup':>7} "
+              f"{'record':>7}  {'record/copy':>11}")
+        for depth in (4, 8, 16, 32):
+            for name, what in NATIVE_WORKLOADS.items():
+                n = data["host"].get(f"d{depth}-{name}")
+                if not n:
+                    continue
+                ns = {mode: n[mode]["ns"] for mode in n}
+                x = ratio(ns["record"], ns["copy"])
+                result["native"][f"d{depth}-{name}"] = dict(ns, record_copy_ratio=x,
+                                                            stacks=what)
+                print(f"  {depth:5}  {what:16} {ns['copy']:6.1f} {ns['hash']:6.1f} "
+                      f"{ns['lookup']:7.1f} {ns['record']:7.1f}  {x:11.2f}")
+        for depth in (8, 32):
+            row = result["native"].get(f"d{depth}-one")
+            if row:
+                targets.append((f"native, depth {depth}: the map's work is smaller than "
+                                "the copy it saves",
+                                row["record_copy_ratio"] <= 1.0,
+                                f"{row['record']:.1f} ns vs {row['copy']:.1f} ns"))
+        if not result["native"]:
+            targets.append(("native timings measured", False, "no figures"))
 
     print()
     print("Targets")
