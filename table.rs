@@ -418,13 +418,23 @@ impl<H: StackHash> Table<H> {
 
     /// Compares the frames of a record with `frames`.
     ///
+    /// Called once the 32-bit key and the depth matched, when the frames
+    /// differ about once in 2^32: the comparison folds the differences of
+    /// all frames together and tests once at the end, rather than
+    /// branching on every frame to stop early.
+    ///
     /// # Safety
     ///
     /// As for [`Table::frames`], for the duration of the call.
     unsafe fn matches(&self, start: usize, frames: &[usize]) -> bool {
         // SAFETY: Per the safety requirements.
         let stored = unsafe { self.frames(start, frames.len()) };
-        stored.len() == frames.len() && stored.iter().zip(frames).all(|(&s, &f)| s == f as u64)
+        stored.len() == frames.len()
+            && stored
+                .iter()
+                .zip(frames)
+                .fold(0, |diff, (&s, &f)| diff | (s ^ f as u64))
+                == 0
     }
 
     /// Returns the stack in `slot` if the gate is open, the map is in
