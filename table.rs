@@ -312,7 +312,8 @@ impl<H: StackHash> Table<H> {
                     }
                 }
             }
-            // `index <= mask`: the increment cannot wrap.
+            // `index <= mask` never wraps; `wrapping_add()` only spares the
+            // overflow check that the compiler cannot prove useless.
             index = index.wrapping_add(1) & mask;
         }
         Err(Fallback::Full)
