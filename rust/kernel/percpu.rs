@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-CPU counters.
+//!
+//! C header: [`include/linux/percpu.h`](srctree/include/linux/percpu.h)
+
+use crate::{
+    alloc::{AllocError, Flags},
+    bindings,
+    cpu::CpuId,
+    sync::atomic::{Atomic, Relaxed},
+};
+use core::ptr::NonNull;
+
+/// `N` 64-bit counters for each possible CPU, from the per-CPU allocator.
+///
+/// A CPU adds to its own counters with `this_cpu_add()`: on architectures
+/// with per-CPU addressing that is one instruction, atomic against
+/// interrupts and NMIs on the same CPU, with no lock prefix and no cache
+/// line shared with other CPUs. Any CPU may read any CPU's counters.
+///
+/// # Invariants
+///
+/// `ptr` is the per-CPU pointer of an allocation of `[u64; N]` from the
+/// per-CPU allocator, owned by this object. It is not a pointer to memory:
+/// only `this_cpu_*()` and `per_cpu_ptr()` turn it into one.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::{cpu::CpuId, percpu::PerCpuCounters, prelude::*};
+///
+/// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
+/// counters.add(1, 5);
+/// let sum: u64 = (0..kernel::cpu::nr_cpu_ids())
+///     .filter_map(CpuId::from_u32)
+///     .map(|cpu| counters.read(cpu, 1))
+///     .sum();
+/// assert_eq!(sum, 5);
+/// # Ok::<(), Error>(())
+/// ```
+pub struct PerCpuCounters<const N: usize> {
+    ptr: NonNull<[u64; N]>,
+}
+
+// SAFETY: The counters are only reached through the per-CPU operations,
+// which any thread may use, and the allocation may be freed from any thread.
+unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
+
+// SAFETY: `add()` only updates the calling CPU's counters, with an operation
+// that is atomic on that CPU; `read()` reads with `READ_ONCE()`.
+unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
+
+impl<const N: usize> PerCpuCounters<N> {
+    /// Allocates counters for every possible CPU, all 0.
+    pub fn new(flags: Flags) -> Result<Self, AllocError> {
+        // SAFETY: Any size and alignment may be requested; the per-CPU
+        // allocator returns zeroed memory or NULL.
+        let ptr = unsafe {
+            bindings::alloc_percpu_gfp(
+                size_of::<[u64; N]>(),
+                align_of::<[u64; N]>(),
+                flags.as_raw(),
+            )
+        };
+        // INVARIANT: A non-NULL result is a per-CPU allocation of `[u64; N]`.
+        NonNull::new(ptr.cast())
+            .map(|ptr| Self { ptr })
+            .ok_or(AllocError)
+    }
+
+    /// Returns the per-CPU pointer of counter `index`, if there is one.
+    #[inline]
+    fn counter(&self, index: usize) -> Option<*mut u64> {
+        // The per-CPU pointer is an address only for the per-CPU
+        // operations: offset it without claiming it points to memory.
+        (index < N).then(|| self.ptr.as_ptr().cast::<u64>().wrapping_add(index))
+    }
+
+    /// Adds `value` to counter `index` of the current CPU; does nothing if
+    /// there is no counter `index`.
+    ///
+    /// Safe in any context and with preemption enabled: the CPU whose
+    /// counter is updated is the one that runs the update. Where the
+    /// architecture emulates `this_cpu_add()` with interrupts disabled, an
+    /// NMI that adds in the middle of it may lose one of the two updates.
+    #[inline]
+    pub fn add(&self, index: usize, value: u64) {
+        if let Some(counter) = self.counter(index) {
+            // SAFETY: By the type invariant and `index < N`, `counter` is the
+            // per-CPU pointer of a `u64` of this allocation, which lives as
+            // long as `self`.
+            unsafe { bindings::this_cpu_add_u64(counter, value) };
+        }
+    }
+
+    /// Returns counter `index` of `cpu`, or 0 if there is no counter
+    /// `index`.
+    ///
+    /// The value may be out of date by the updates `cpu` makes meanwhile.
+    pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+        let Some(counter) = self.counter(index) else {
+            return 0;
+        };
+        // SAFETY: By the type invariant, `counter` is a per-CPU pointer of
+        // this live allocation, and `cpu` is a possible CPU.
+        let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
+        // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
+        // Its only writer, `this_cpu_add()` on `cpu`, updates it as one
+        // 64-bit access that `READ_ONCE()` cannot see half done.
+        unsafe { Atomic::<u64>::from_ptr(ptr.cast()) }.load(Relaxed)
+    }
+}
+
+impl<const N: usize> Drop for PerCpuCounters<N> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant, `ptr` came from the per-CPU
+        // allocator and is owned by `self`.
+        unsafe { bindings::free_percpu(self.ptr.as_ptr().cast()) };
+    }
+}
