@@ -2,58 +2,56 @@
 
 //! Per-CPU counters of what happened to the stacks a map was given.
 //!
-//! Each CPU counts into its own cache line, so recorders never share a
-//! written line. Counters are atomic because an interrupt or NMI may count
-//! on the same CPU in the middle of another update. They are 64-bit, so they
-//! cannot wrap in practice; their sums saturate. They go back to 0 when the
-//! map is reset.
+//! Each CPU adds to its own counters with one `this_cpu_add()`: no lock
+//! prefix, no cache line shared with other CPUs, and safe against the
+//! interrupts and NMIs that count on the same CPU in the middle of another
+//! update. The counters are 64-bit, so they cannot wrap in practice; their
+//! sums saturate.
+//!
+//! Only their own CPU ever writes them. A reset does not clear them: it
+//! notes every counter's value as its base, and the figures shown are the
+//! counts since the base, so that a recorder counting in the middle of a
+//! reset can neither undo the clearing nor be undone by it.
 
 use crate::{
     platform::{Atomic, Relaxed},
     table::{Fallback, Found},
 };
-use kernel::{cpu, prelude::*};
+use kernel::{
+    cpu::{self, CpuId},
+    percpu::PerCpuCounters,
+    prelude::*,
+};
 
-/// The counters of one CPU.
-#[repr(C, align(64))]
-pub(crate) struct CpuStats {
-    /// Stacks found in the map.
-    hits: Atomic<u64>,
-    /// Stacks inserted into the map.
-    inserts: Atomic<u64>,
-    /// Stacks recorded in full, by [`Fallback`] reason.
-    fallbacks: [Atomic<u64>; FALLBACKS],
-}
+// The index of each counter: stacks found, stacks inserted, and stacks
+// recorded in full, by [`Fallback`] reason.
+const HITS: usize = 0;
+const INSERTS: usize = 1;
+const FULL: usize = 2;
+const BUSY: usize = 3;
+const DEPTH: usize = 4;
+const RESET: usize = 5;
+/// Number of counters per CPU.
+const COUNTERS: usize = 6;
 
-/// Number of [`Fallback`] reasons.
-const FALLBACKS: usize = 4;
-
-/// The index of a fallback reason in [`CpuStats::fallbacks`].
-fn fallback_index(reason: Fallback) -> usize {
-    match reason {
-        Fallback::Full => 0,
-        Fallback::Busy => 1,
-        Fallback::Depth => 2,
-        Fallback::Reset => 3,
+/// Returns the index of the counter of `outcome`.
+fn index(outcome: &core::result::Result<Found, Fallback>) -> usize {
+    match outcome {
+        Ok(Found::Hit(_)) => HITS,
+        Ok(Found::Inserted(_)) => INSERTS,
+        Err(Fallback::Full) => FULL,
+        Err(Fallback::Busy) => BUSY,
+        Err(Fallback::Depth) => DEPTH,
+        Err(Fallback::Reset) => RESET,
     }
-}
-
-/// Adds one to `counter`.
-///
-/// A 64-bit count of recordings cannot wrap: at one per nanosecond it takes
-/// 584 years. Sums over CPUs saturate.
-#[inline]
-fn bump(counter: &Atomic<u64>) {
-    // ORDERING: Relaxed: the counters are statistics and order nothing.
-    counter.add(1, Relaxed);
 }
 
 /// Totals over all CPUs, or one CPU's counters.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Totals {
-    /// See [`CpuStats::hits`].
+    /// Stacks found in the map.
     pub(crate) hits: u64,
-    /// See [`CpuStats::inserts`].
+    /// Stacks inserted into the map.
     pub(crate) inserts: u64,
     /// Fallbacks because the map was full.
     pub(crate) full: u64,
@@ -87,57 +85,60 @@ impl Totals {
 
 /// The counters of every possible CPU.
 pub(crate) struct Stats {
-    /// One entry per possible CPU, indexed by CPU id.
-    cpus: KVec<CpuStats>,
+    /// What each CPU counted since the map was created.
+    counts: PerCpuCounters<COUNTERS>,
+    /// Each CPU's counts at the last reset, indexed by CPU id.
+    base: KVec<[Atomic<u64>; COUNTERS]>,
 }
 
 impl Stats {
     /// Allocates zeroed counters for every possible CPU.
     pub(crate) fn new() -> Result<Self> {
         let n = cpu::nr_cpu_ids() as usize;
-        let mut cpus = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut base = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
-            cpus.push_within_capacity(CpuStats {
-                hits: Atomic::new(0),
-                inserts: Atomic::new(0),
-                fallbacks: [const { Atomic::new(0) }; FALLBACKS],
-            })
-            .map_err(|_| ENOMEM)?;
+            base.push_within_capacity([const { Atomic::new(0) }; COUNTERS])
+                .map_err(|_| ENOMEM)?;
         }
-        Ok(Self { cpus })
+        Ok(Self {
+            counts: PerCpuCounters::new(GFP_KERNEL)?,
+            base,
+        })
     }
 
     /// Counts the outcome of one lookup on the current CPU.
     #[inline]
     pub(crate) fn count(&self, outcome: &core::result::Result<Found, Fallback>) {
-        let Some(cpu) = self.cpus.get(cpu::CpuId::current().as_u32() as usize) else {
-            return;
-        };
-        match outcome {
-            Ok(Found::Hit(_)) => bump(&cpu.hits),
-            Ok(Found::Inserted(_)) => bump(&cpu.inserts),
-            Err(reason) => bump(&cpu.fallbacks[fallback_index(*reason)]),
-        }
+        self.counts.add(index(outcome), 1);
+    }
+
+    /// Returns counter `index` of `cpu` since the last reset.
+    fn since_reset(&self, cpu: CpuId, index: usize) -> u64 {
+        let base = self
+            .base
+            .get(cpu.as_u32() as usize)
+            .map_or(0, |base| base[index].load(Relaxed));
+        self.counts.read(cpu, index).saturating_sub(base)
     }
 
     /// Returns the counters of CPU `cpu`.
     pub(crate) fn cpu(&self, cpu: usize) -> Option<Totals> {
-        let c = self.cpus.get(cpu)?;
-        let f = |reason| c.fallbacks[fallback_index(reason)].load(Relaxed);
+        let cpu = CpuId::from_u32(u32::try_from(cpu).ok()?)?;
+        let f = |index| self.since_reset(cpu, index);
         Some(Totals {
-            hits: c.hits.load(Relaxed),
-            inserts: c.inserts.load(Relaxed),
-            full: f(Fallback::Full),
-            busy: f(Fallback::Busy),
-            depth: f(Fallback::Depth),
-            reset: f(Fallback::Reset),
+            hits: f(HITS),
+            inserts: f(INSERTS),
+            full: f(FULL),
+            busy: f(BUSY),
+            depth: f(DEPTH),
+            reset: f(RESET),
         })
     }
 
     /// Returns the sums over all CPUs.
     pub(crate) fn totals(&self) -> Totals {
         let mut sum = Totals::default();
-        for cpu in 0..self.cpus.len() {
+        for cpu in 0..self.base.len() {
             if let Some(t) = self.cpu(cpu) {
                 sum.add(&t);
             }
@@ -147,16 +148,19 @@ impl Stats {
 
     /// Returns the bytes the counters occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.cpus.len() * size_of::<CpuStats>()
+        2 * self.base.len() * size_of::<[Atomic<u64>; COUNTERS]>()
     }
 
-    /// Sets every counter back to 0; part of a reset.
+    /// Starts the counters again from 0; part of a reset.
+    ///
+    /// The caller serializes resets.
     pub(crate) fn clear(&self) {
-        for cpu in self.cpus.iter() {
-            cpu.hits.store(0, Relaxed);
-            cpu.inserts.store(0, Relaxed);
-            for f in cpu.fallbacks.iter() {
-                f.store(0, Relaxed);
+        for (cpu, base) in self.base.iter().enumerate() {
+            let Some(cpu) = u32::try_from(cpu).ok().and_then(CpuId::from_u32) else {
+                continue;
+            };
+            for (index, base) in base.iter().enumerate() {
+                base.store(self.counts.read(cpu, index), Relaxed);
             }
         }
     }

@@ -100,6 +100,7 @@ pub mod cpu {
     }
 
     /// A CPU number.
+    #[derive(Clone, Copy)]
     pub struct CpuId(u32);
 
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -115,10 +116,59 @@ pub mod cpu {
             Self(ID.with(|id| *id))
         }
 
+        /// Returns the CPU `id`, if it is a possible one.
+        pub fn from_u32(id: u32) -> Option<Self> {
+            (id < NR_CPUS).then_some(Self(id))
+        }
+
         /// Returns the number.
         #[inline]
         pub fn as_u32(&self) -> u32 {
             self.0
+        }
+    }
+}
+
+/// `kernel::percpu`: a thread adds to its own CPU's counters.
+pub mod percpu {
+    use super::{
+        alloc::{Flags, VVec},
+        cpu::{CpuId, NR_CPUS},
+        error::Result,
+    };
+    use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    /// `N` counters per CPU.
+    pub struct PerCpuCounters<const N: usize>(VVec<[AtomicU64; N]>);
+
+    impl<const N: usize> PerCpuCounters<N> {
+        /// Allocates counters for every CPU, all 0.
+        pub fn new(flags: Flags) -> Result<Self> {
+            let mut cpus = VVec::with_capacity(NR_CPUS as usize, flags)?;
+            for _ in 0..NR_CPUS {
+                // Within the capacity just allocated.
+                let _ = cpus.push_within_capacity([const { AtomicU64::new(0) }; N]);
+            }
+            Ok(Self(cpus))
+        }
+
+        /// Adds `value` to counter `index` of the calling thread's CPU.
+        ///
+        /// A load and a store, as `this_cpu_add()` is no locked
+        /// instruction: a CPU's counters have one writer, its thread.
+        #[inline]
+        pub fn add(&self, index: usize, value: u64) {
+            let cpu = CpuId::current().as_u32() as usize;
+            if let Some(counter) = self.0[cpu].get(index) {
+                counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
+            }
+        }
+
+        /// Returns counter `index` of `cpu`.
+        pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+            self.0[cpu.as_u32() as usize]
+                .get(index)
+                .map_or(0, |counter| counter.load(Relaxed))
         }
     }
 }

@@ -13,7 +13,7 @@ extern crate self as kernel;
 
 #[path = "kernel.rs"]
 mod shim;
-pub use shim::{alloc, cpu, error, prelude, sync, types};
+pub use shim::{alloc, cpu, error, percpu, prelude, sync, types};
 
 #[allow(dead_code)]
 #[path = "../../cookie.rs"]
