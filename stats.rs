@@ -21,7 +21,7 @@ use crate::{
 };
 use kernel::{
     cpu::{self, CpuId},
-    percpu::PerCpuCounters,
+    percpu::{possible_cpus, PerCpuCounters},
     prelude::*,
 };
 
@@ -124,26 +124,23 @@ impl Stats {
     }
 
     /// Returns the counters of CPU `cpu`.
-    pub(crate) fn cpu(&self, cpu: usize) -> Option<Totals> {
-        let cpu = CpuId::from_u32(u32::try_from(cpu).ok()?)?;
+    pub(crate) fn cpu(&self, cpu: CpuId) -> Totals {
         let f = |index| self.since_reset(cpu, index);
-        Some(Totals {
+        Totals {
             hits: f(HITS),
             inserts: f(INSERTS),
             full: f(FULL),
             busy: f(BUSY),
             depth: f(DEPTH),
             reset: f(RESET),
-        })
+        }
     }
 
-    /// Returns the sums over all CPUs.
+    /// Returns the sums over all possible CPUs.
     pub(crate) fn totals(&self) -> Totals {
         let mut sum = Totals::default();
-        for cpu in 0..self.base.len() {
-            if let Some(t) = self.cpu(cpu) {
-                sum.add(&t);
-            }
+        for cpu in possible_cpus() {
+            sum.add(&self.cpu(cpu));
         }
         sum
     }
@@ -157,8 +154,8 @@ impl Stats {
     ///
     /// The caller serializes resets.
     pub(crate) fn clear(&self) {
-        for (cpu, base) in self.base.iter().enumerate() {
-            let Some(cpu) = u32::try_from(cpu).ok().and_then(CpuId::from_u32) else {
+        for cpu in possible_cpus() {
+            let Some(base) = self.base.get(cpu.as_u32() as usize) else {
                 continue;
             };
             for (index, base) in base.iter().enumerate() {

@@ -20,7 +20,7 @@ use crate::{
     table::{MAX_DEPTH, MAX_PROBE},
     StackMap,
 };
-use kernel::{cpu, seq_file::SeqFile, seq_print};
+use kernel::{percpu::possible_cpus, seq_file::SeqFile, seq_print};
 
 /// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
 const TRAMPOLINE_MARKER: usize = i32::MAX as usize;
@@ -113,11 +113,12 @@ pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
     seq_print!(m, "fallback_busy: {}\n", totals.busy);
     seq_print!(m, "fallback_depth: {}\n", totals.depth);
     seq_print!(m, "fallback_reset: {}\n", totals.reset);
-    for n in 0..cpu::nr_cpu_ids() as usize {
-        let t = map.and_then(|map| map.stats().cpu(n)).unwrap_or_default();
+    for cpu in possible_cpus() {
+        let t = map.map(|map| map.stats().cpu(cpu)).unwrap_or_default();
         seq_print!(
             m,
-            "cpu{n}: hits {} inserts {} fallbacks {}\n",
+            "cpu{}: hits {} inserts {} fallbacks {}\n",
+            cpu.as_u32(),
             t.hits,
             t.inserts,
             t.fallbacks()

@@ -138,6 +138,11 @@ pub mod percpu {
     };
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+    /// Iterates over the CPUs: all of them are possible here.
+    pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
+        (0..NR_CPUS).filter_map(CpuId::from_u32)
+    }
+
     /// `N` counters per CPU.
     pub struct PerCpuCounters<const N: usize>(VVec<[AtomicU64; N]>);
 

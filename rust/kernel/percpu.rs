@@ -7,10 +7,26 @@
 use crate::{
     alloc::{AllocError, Flags},
     bindings,
-    cpu::CpuId,
+    cpu::{self, CpuId},
+    cpumask::Cpumask,
     sync::atomic::{Atomic, Relaxed},
 };
 use core::ptr::NonNull;
+
+/// Returns whether `cpu` is possible: whether per-CPU memory is set aside
+/// for it. CPU ids below `nr_cpu_ids` may have holes.
+fn is_possible(cpu: CpuId) -> bool {
+    // SAFETY: `__cpu_possible_mask` is a static cpumask, valid for reading
+    // for as long as the kernel runs.
+    unsafe { Cpumask::from_raw(&raw const bindings::__cpu_possible_mask) }.test(cpu)
+}
+
+/// Iterates over the possible CPUs, as `for_each_possible_cpu()`.
+pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
+    (0..cpu::nr_cpu_ids())
+        .filter_map(CpuId::from_u32)
+        .filter(|&cpu| is_possible(cpu))
+}
 
 /// `N` 64-bit counters for each possible CPU, from the per-CPU allocator.
 ///
@@ -28,14 +44,11 @@ use core::ptr::NonNull;
 /// # Examples
 ///
 /// ```
-/// use kernel::{cpu::CpuId, percpu::PerCpuCounters, prelude::*};
+/// use kernel::{percpu::{possible_cpus, PerCpuCounters}, prelude::*};
 ///
 /// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
 /// counters.add(1, 5);
-/// let sum: u64 = (0..kernel::cpu::nr_cpu_ids())
-///     .filter_map(CpuId::from_u32)
-///     .map(|cpu| counters.read(cpu, 1))
-///     .sum();
+/// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, 1)).sum();
 /// assert_eq!(sum, 5);
 /// # Ok::<(), Error>(())
 /// ```
@@ -95,15 +108,15 @@ impl<const N: usize> PerCpuCounters<N> {
     }
 
     /// Returns counter `index` of `cpu`, or 0 if there is no counter
-    /// `index`.
+    /// `index` or `cpu` is not possible.
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
     pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
-        let Some(counter) = self.counter(index) else {
+        let Some(counter) = self.counter(index).filter(|_| is_possible(cpu)) else {
             return 0;
         };
         // SAFETY: By the type invariant, `counter` is a per-CPU pointer of
-        // this live allocation, and `cpu` is a possible CPU.
+        // this live allocation, and `cpu` is a possible CPU (checked above).
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
         // Its only writer, `this_cpu_add()` on `cpu`, updates it as one
