@@ -4,14 +4,26 @@
 //!
 //! A cookie is `generation << 32 | slot`. The generation of a map starts at
 //! 1 and goes up by one at each reset, so 0 is never a valid cookie, and a
-//! cookie taken before a reset never names a stack inserted after it.
+//! cookie taken before a reset never names a stack inserted after it. A map
+//! that replaces another one in a trace instance (with a new capacity)
+//! starts at the generation after the old map's, since the ring buffer may
+//! still hold the old map's cookies.
 
 /// A stack's name in the ring buffer: the map generation and the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Cookie(u64);
 
-/// The generation of a new map.
+/// The generation of a trace instance's first map.
 pub(crate) const FIRST_GENERATION: u32 = 1;
+
+/// Returns the generation after `generation`: one higher, and back to
+/// [`FIRST_GENERATION`] rather than to 0 when the count wraps.
+pub(crate) fn next_generation(generation: u32) -> u32 {
+    match generation.wrapping_add(1) {
+        0 => FIRST_GENERATION,
+        next => next,
+    }
+}
 
 impl Cookie {
     /// Makes the cookie of `slot` in `generation`.

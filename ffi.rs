@@ -47,12 +47,21 @@ unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
 /// Allocates a map for `2^bits` stacks; returns NULL if `bits` is out of
 /// range or memory is short.
 ///
+/// `prev` is NULL for an instance's first map, or the map the new one
+/// replaces: the new map's generations follow `prev`'s, so that cookies of
+/// `prev` still in the ring buffer stay stale. `prev` must not be reset
+/// while it may still record.
+///
 /// # Safety
 ///
-/// Must be called from a context that may sleep.
+/// Must be called from a context that may sleep. `prev` must be NULL or a
+/// live map (see [`ftrace_stackmap_put`]).
 #[export]
-pub unsafe extern "C" fn ftrace_stackmap_alloc(bits: c_uint) -> *mut CMap {
-    match StackMap::new(bits) {
+pub unsafe extern "C" fn ftrace_stackmap_alloc(bits: c_uint, prev: *mut CMap) -> *mut CMap {
+    // SAFETY: `prev` is NULL or live for the call per the safety
+    // requirements.
+    let prev = (!prev.is_null()).then(|| unsafe { borrow(prev) });
+    match StackMap::new(bits, prev) {
         Ok(map) => Arc::into_raw(map).cast_mut().cast(),
         Err(_) => core::ptr::null_mut(),
     }

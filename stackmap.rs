@@ -32,6 +32,7 @@ mod table;
 mod tests;
 mod tracefs;
 
+use cookie::{next_generation, FIRST_GENERATION};
 use hash::{SeededHash, StackHash};
 use platform::ReadSection;
 use stats::Stats;
@@ -44,34 +45,43 @@ const __LOG_PREFIX: &[u8] = b"ftrace_stackmap\0";
 pub(crate) const DEFAULT_BITS: u32 = 14;
 
 /// One trace instance's stack map: the table, its counters and the lock
-/// that serializes resets against each other and against dumps.
+/// that serializes resets.
 #[pin_data]
 pub(crate) struct StackMap<H: StackHash = SeededHash> {
     /// The slot table and frame arena.
     table: Table<H>,
     /// Per-CPU counters.
     stats: Stats,
-    /// Held by a reset, and by a reader of the dump so that it never sees a
-    /// half-reset map.
+    /// Held by a reset. Recorders and readers take no lock: they check the
+    /// table's gate and generation instead.
     #[pin]
     reset_lock: Mutex<()>,
 }
 
 impl StackMap {
     /// Allocates a map for `2^bits` stacks with a random hash seed.
-    pub(crate) fn new(bits: u32) -> Result<Arc<Self>> {
+    ///
+    /// A map that replaces `prev` in a trace instance starts at the
+    /// generation after `prev`'s current one: the ring buffer may still hold
+    /// cookies of `prev`, which must not resolve to this map's stacks. The
+    /// caller must not let `prev` be reset while it still records.
+    pub(crate) fn new(bits: u32, prev: Option<&StackMap>) -> Result<Arc<Self>> {
+        let generation = prev.map_or(FIRST_GENERATION, |prev| {
+            next_generation(prev.table.generation())
+        });
         // SAFETY: `get_random_u64()` has no preconditions.
         let seed = unsafe { kernel::bindings::get_random_u64() };
-        Self::with_hash(bits, SeededHash::new(seed))
+        Self::with_hash(bits, generation, SeededHash::new(seed))
     }
 }
 
 impl<H: StackHash> StackMap<H> {
-    /// Allocates a map for `2^bits` stacks placed by `hash`.
-    pub(crate) fn with_hash(bits: u32, hash: H) -> Result<Arc<Self>> {
+    /// Allocates a map for `2^bits` stacks placed by `hash`, in
+    /// `generation`.
+    pub(crate) fn with_hash(bits: u32, generation: u32, hash: H) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
-                table: Table::new(bits, hash)?,
+                table: Table::new(bits, generation, hash)?,
                 stats: Stats::new()?,
                 reset_lock <- new_mutex!(()),
             }),

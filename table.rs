@@ -24,7 +24,7 @@
 //! reader can still be looking at a record when the arena is reused.
 
 use crate::{
-    cookie::{Cookie, FIRST_GENERATION},
+    cookie::{next_generation, Cookie},
     hash::StackHash,
     platform::{
         rcu_read_lock, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
@@ -190,8 +190,8 @@ pub(crate) struct Table<H> {
 }
 
 impl<H: StackHash> Table<H> {
-    /// Allocates an empty table for `2^bits` stacks, generation 1.
-    pub(crate) fn new(bits: u32, hash: H) -> Result<Self> {
+    /// Allocates an empty table for `2^bits` stacks, in `generation`.
+    pub(crate) fn new(bits: u32, generation: u32, hash: H) -> Result<Self> {
         if !(BITS_MIN..=BITS_MAX).contains(&bits) {
             return Err(EINVAL);
         }
@@ -202,7 +202,7 @@ impl<H: StackHash> Table<H> {
             slots,
             arena,
             used: Reservations(Atomic::new(0)),
-            state: Atomic::new(u64::from(FIRST_GENERATION) << 32),
+            state: Atomic::new(u64::from(generation) << 32),
             hash,
         })
     }
@@ -513,10 +513,7 @@ impl<H: StackHash> Table<H> {
 
     /// Moves to the next generation and opens the gate again.
     pub(crate) fn finish_reset(&self) {
-        let next = match self.generation().wrapping_add(1) {
-            0 => FIRST_GENERATION,
-            generation => generation,
-        };
+        let next = next_generation(self.generation());
         // ORDERING: Release publishes the cleared table to recorders and
         // readers, which check the gate with Acquire.
         self.state.store(u64::from(next) << 32, Release);

@@ -8,7 +8,7 @@ use kernel::prelude::*;
 #[kunit_tests(ftrace_stackmap)]
 mod cases {
     use crate::{
-        cookie::{Cookie, FIRST_GENERATION},
+        cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
         table::{home, Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
@@ -52,7 +52,7 @@ mod cases {
     const SEED: u64 = 0x5eed_5eed_5eed_5eed;
 
     fn map(bits: u32) -> Arc<StackMap> {
-        StackMap::with_hash(bits, SeededHash::new(SEED)).expect("map allocation")
+        StackMap::with_hash(bits, FIRST_GENERATION, SeededHash::new(SEED)).expect("map allocation")
     }
 
     fn lookup<H: StackHash>(map: &StackMap<H>, frames: &[usize]) -> Result<Found, Fallback> {
@@ -74,7 +74,7 @@ mod cases {
     #[test]
     fn equal_stacks_share_one_cookie() {
         // The constructor ftrace uses, with a random seed.
-        let map = StackMap::new(BITS_MIN).expect("map allocation");
+        let map = StackMap::new(BITS_MIN, None).expect("map allocation");
         let s = stack(1, 12);
         let first = lookup(&map, &s).expect("insert");
         assert!(matches!(first, Found::Inserted(_)));
@@ -117,7 +117,7 @@ mod cases {
 
     #[test]
     fn colliding_hashes_compare_frames_and_probe_on() {
-        let map = StackMap::with_hash(BITS_MIN, CollidingHash).expect("map");
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
         let mut cookies = KVec::new();
         for id in 0..MAX_PROBE {
             let found = lookup(&map, &stack(id, 8)).expect("insert");
@@ -138,7 +138,7 @@ mod cases {
 
     #[test]
     fn full_table_falls_back_and_corrupts_nothing() {
-        let map = StackMap::with_hash(BITS_MIN, CollidingHash).expect("map");
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
         for id in 0..MAX_PROBE {
             lookup(&map, &stack(id, 4)).expect("insert");
         }
@@ -260,6 +260,42 @@ mod cases {
     }
 
     #[test]
+    fn replacing_map_continues_the_generations() {
+        // An instance's first map, reset once: its cookies of both
+        // generations may still be in the ring buffer.
+        let old = StackMap::new(BITS_MIN, None).expect("map allocation");
+        let first = lookup(&old, &stack(1, 6)).expect("insert").cookie();
+        old.reset();
+        let second = lookup(&old, &stack(2, 6)).expect("insert").cookie();
+        // Its replacement, of another size, with the same stacks in it.
+        let new = StackMap::new(BITS_MIN + 1, Some(&old)).expect("map allocation");
+        assert_eq!(new.table().generation(), FIRST_GENERATION + 2);
+        for id in 0..64 {
+            let _ = lookup(&new, &stack(id, 6)).expect("insert");
+        }
+        for c in [first, second] {
+            assert!(resolve(&new, c).is_none());
+        }
+        let again = lookup(&new, &stack(2, 6)).expect("hit").cookie();
+        assert_eq!(again.generation(), FIRST_GENERATION + 2);
+    }
+
+    #[test]
+    fn generation_wraps_to_the_first_not_to_zero() {
+        assert_eq!(next_generation(FIRST_GENERATION), FIRST_GENERATION + 1);
+        assert_eq!(next_generation(u32::MAX), FIRST_GENERATION);
+        let last =
+            StackMap::with_hash(BITS_MIN, u32::MAX, SeededHash::new(SEED)).expect("map allocation");
+        let c = lookup(&last, &stack(1, 4)).expect("insert").cookie();
+        assert_eq!(c.generation(), u32::MAX);
+        let next = StackMap::new(BITS_MIN, Some(&last)).expect("map allocation");
+        assert_eq!(next.table().generation(), FIRST_GENERATION);
+        last.reset();
+        assert_eq!(last.table().generation(), FIRST_GENERATION);
+        assert!(resolve(&last, c).is_none());
+    }
+
+    #[test]
     fn counters_add_up_and_restart_on_reset() {
         let map = map(BITS_MIN);
         let mut lookups = 0u64;
@@ -315,8 +351,8 @@ mod cases {
 
     #[test]
     fn bits_out_of_range_are_rejected() {
-        assert!(StackMap::new(BITS_MIN - 1).is_err());
-        assert!(StackMap::new(BITS_MAX + 1).is_err());
+        assert!(StackMap::new(BITS_MIN - 1, None).is_err());
+        assert!(StackMap::new(BITS_MAX + 1, None).is_err());
         assert_eq!(map(BITS_MIN).table().slot_count(), 2 << BITS_MIN);
     }
 

@@ -19,6 +19,7 @@
 //! prints its figures, for scripts/bench.py.
 
 use crate::{
+    cookie::FIRST_GENERATION,
     hash::{SeededHash, StackHash},
     platform::{rcu_read_lock, ReadSection},
     stats::Stats,
@@ -252,7 +253,7 @@ pub(crate) fn run() {
     }
     for depth in [4, 8, 16, 32] {
         for &(name, n, threads) in &workloads {
-            let table = Table::new(BITS, SeededHash::new(SEED)).expect("table");
+            let table = Table::new(BITS, FIRST_GENERATION, SeededHash::new(SEED)).expect("table");
             let stats = Stats::new().expect("counters");
             let stacks = stacks(n, depth);
             {

@@ -10,6 +10,7 @@
 //! counted recording in a ref count.
 
 use crate::{
+    cookie::FIRST_GENERATION,
     hash::{SeededHash, StackHash},
     platform::{rcu_read_lock, ReadSection},
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
@@ -111,7 +112,7 @@ const TABLES: u64 = 200;
 #[test]
 fn parallel_inserts_store_each_stack_once() {
     for seed in 0..TABLES {
-        let table = Table::new(BITS_MIN, SeededHash::new(seed)).expect("table");
+        let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(seed)).expect("table");
         race(&table, 1 << (BITS_MIN - 1), 4);
     }
 }
@@ -119,7 +120,7 @@ fn parallel_inserts_store_each_stack_once() {
 #[test]
 fn parallel_inserts_on_one_probe_chain() {
     for _ in 0..TABLES {
-        let table = Table::new(BITS_MIN, CollidingHash).expect("table");
+        let table = Table::new(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("table");
         race(&table, MAX_PROBE, 8);
     }
 }
