@@ -306,7 +306,8 @@ impl<H: StackHash> Table<H> {
                         // SAFETY: `record` was published in this generation
                         // (Acquire above) and the gate was open in `_rcu`.
                         if depth == frames.len() && unsafe { self.matches(start, frames) } {
-                            self.refs(start).add(1, Relaxed);
+                            // SAFETY: As above.
+                            unsafe { self.refs(start) }.add(1, Relaxed);
                             return Ok(Found::Hit(Cookie::new(generation, index as u32)));
                         }
                     }
@@ -394,10 +395,16 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Returns the ref count of the record whose count word is at `start`.
-    fn refs(&self, start: usize) -> &Atomic<u64> {
-        // SAFETY: The word is valid and aligned for as long as `self`. Once
-        // published, a ref count word is only accessed through this atomic;
-        // its one plain write in `claim()` happens before the publication.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Table::frames`], for as long as the returned reference is
+    /// used.
+    unsafe fn refs(&self, start: usize) -> &Atomic<u64> {
+        // SAFETY: The word is valid and aligned for as long as `self`. Per
+        // the safety requirements its record is published, and a published
+        // ref count word is only accessed through this atomic: its one plain
+        // write in `claim()` happens before the publication.
         unsafe { Atomic::from_ptr(self.arena[start].as_ptr()) }
     }
 
@@ -454,12 +461,10 @@ impl<H: StackHash> Table<H> {
             0 | RECORD_DEAD => return None,
             record => unpack(record),
         };
-        Some(Record {
-            refs: self.refs(start).load(Relaxed),
-            // SAFETY: Published (Acquire above) after the gate was seen open,
-            // within `_rcu`, which outlives the record.
-            frames: unsafe { self.frames(start, depth) },
-        })
+        // SAFETY: Published (Acquire above) after the gate was seen open,
+        // within `_rcu`, which outlives the record.
+        let (refs, frames) = unsafe { (self.refs(start).load(Relaxed), self.frames(start, depth)) };
+        Some(Record { refs, frames })
     }
 
     /// Copies the stack in `slot` of `generation` into `out` (as much of it
