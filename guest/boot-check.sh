@@ -3,12 +3,14 @@
 # Checks of a boot with
 #   trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
 #   trace_event=sched:sched_switch
-# on the kernel command line, printed as KTAP test lines.
+# on the kernel command line, printed as KTAP test lines. Exits 1 if a
+# check failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
 . $TEST_DIR/stackmap/stackmap.lib
 
 n=0
+failed=0
 check() { # description command...
 	n=$((n + 1))
 	desc=$1
@@ -18,12 +20,18 @@ check() { # description command...
 	else
 		sed 's/^/# /' /tmp/check.out
 		echo "not ok $n $desc"
+		failed=$((failed + 1))
 	fi
 }
 
-echo 0 > tracing_on
-trace_cookie_stacks | sort -u > /tmp/trace-stacks
-map_stacks | sort -u > /tmp/map-stacks
+# What the boot recorded, with tracing stopped; a step that fails fails
+# the check that reads it.
+snapshot=ok
+{ echo 0 > tracing_on && echo 1 > options/sym-offset &&
+  trace_cookie_stacks > /tmp/trace-stacks.all &&
+  map_stacks > /tmp/map-stacks.all &&
+  sort -u /tmp/trace-stacks.all > /tmp/trace-stacks &&
+  sort -u /tmp/map-stacks.all > /tmp/map-stacks; } || snapshot=failed
 
 option_is_on() { test "`cat options/stackmap`" = 1; }
 bits_are_12() {
@@ -38,17 +46,31 @@ first_stack_is_cookie() {
 	return 1
 }
 cookies_resolve() {
-	test -s /tmp/trace-stacks
-	test -z "`comm -23 /tmp/trace-stacks /tmp/map-stacks`"
+	if [ "$snapshot" != ok ]; then
+		echo "reading trace or stack_map failed"
+		return 1
+	fi
+	if [ ! -s /tmp/trace-stacks ]; then
+		echo "no stack cookie in trace"
+		return 1
+	fi
+	missing=`lines_missing /tmp/trace-stacks /tmp/map-stacks` || return 1
+	if [ -n "$missing" ]; then
+		echo "$missing" | head -n 5 | sed 's/^/not in stack_map: /'
+		return 1
+	fi
 }
 nothing_lost() {
 	test "`count '<stack trace>' trace`" -eq "`stat_fallbacks`"
 }
 
-echo "1..5"
+plan=5
+echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
 check "boot: ftrace_stackmap.bits=12 sizes the top map" bits_are_12
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie resolves to its stack_map record" cookies_resolve
 check "boot: every other stack is in full and counted" nothing_lost
+echo 0 > options/sym-offset
 echo 1 > tracing_on
+test "$n" -eq "$plan" && test "$failed" -eq 0

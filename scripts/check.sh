@@ -8,7 +8,9 @@
 # with the stackmap enabled on the kernel command line, checks what it
 # recorded from the first events on, and runs the baseline again with the
 # option on. Host-side cargo tests run if there are any. The last line is
-# 'N passed, N failed, N skipped'.
+# 'N passed, N failed, N skipped'; scripts/summarize.py also counts as a
+# failed case a section short of its plan, a skipped case, a boot that
+# failed or never reported, and a kernel splat in a console log.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,17 +21,17 @@ BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
 	       trace_event=sched:sched_switch"
 
-summary_args=(--section baseline --must-run stackmap --must-run boot)
-first=(kunit baseline)
-second=(baseline-stackmap)
-if [ -d "$TREE/tools/testing/selftests/ftrace/test.d/stackmap" ]; then
-	first=(kunit stackmap baseline)
-	second=(boot baseline-stackmap)
-	summary_args+=(--section stackmap --section boot --section baseline-stackmap)
-fi
-if grep -q '^CONFIG_FTRACE_STACKMAP_KUNIT_TEST=y' "$OBJ/.config"; then
-	summary_args+=(--kunit-suite ftrace_stackmap)
-fi
+# Every section must report every case of its plan, none skipped: this
+# repo always installs the stackmap tests and the KUnit suite.
+first=(kunit stackmap baseline)
+second=(boot baseline-stackmap)
+summary_args=(--kunit-suite ftrace_stackmap)
+for section in stackmap baseline boot baseline-stackmap; do
+	summary_args+=(--section "$section")
+done
+for section in kunit stackmap baseline boot baseline-stackmap; do
+	summary_args+=(--must-run "$section")
+done
 
 guest_env="STACKMAP_TESTS=test.d/stackmap BASELINE_TESTS='$(echo $BASELINE)'"
 # The two boots run side by side: much of their time is guest sleeps.
@@ -43,18 +45,27 @@ boot() { # name append section...
 		"$ROOT/scripts/qemu-run.sh" > "$BUILD/check-$name.out" 2>&1
 }
 
+declare -A pids
 boot plain "" "${first[@]}" &
+pids[plain]=$!
 boot stackmap "$STACKMAP_BOOT" "${second[@]}" &
-wait
+pids[stackmap]=$!
 
+# A boot that failed or never reported counts as a failed case, and so
+# does a kernel splat in its log: summarize.py reads them from the logs.
 logs=()
 for name in plain stackmap; do
 	log=$BUILD/check-$name.log
+	wait "${pids[$name]}"
+	status=$?
 	if ! grep -q '^@@STACKMAP-GUEST-EXIT@@' "$log" 2>/dev/null; then
 		tail -n 30 "$BUILD/check-$name.out"
 		echo "check: boot '$name' never reported (see $log)"
+	elif [ "$status" -ne 0 ]; then
+		echo "check: boot '$name' exited $status (see $log)"
 	fi
-	[ -f "$log" ] && logs+=("$log")
+	logs+=("$log")
+	summary_args+=(--exit-status "$log=$status")
 done
 
 # Host-side crates: each test case counts; a crate whose tests do not

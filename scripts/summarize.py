@@ -2,58 +2,56 @@
 # SPDX-License-Identifier: GPL-2.0
 """Count the test cases of a `make check` boot and print the summary line.
 
-Reads the console log the guest printed (sections between '@@SECTION name@@'
-and '@@END@@'), and optionally host-side cargo test output.  Every case is
-listed with its verdict; the last line is 'N passed, N failed, N skipped'.
-A section that was expected but not reported, or reported no case, is a
-failure.
+Reads the console logs the guests printed (sections between '@@SECTION
+name@@' and '@@END@@'), and optionally host-side cargo test output.  Every
+case is listed with its verdict; the last line is 'N passed, N failed, N
+skipped'.  Each of these also counts as a failed case:
+
+  - a section that was expected but not reported, or reported no case;
+  - a section not ended, without its plan line '1..N', with a number of
+    results other than its plan, or whose totals (ftracetest's '# Totals:',
+    a KUnit suite's '# NAME: pass:...') disagree with the results read:
+    a run cut short, or a result line mangled by kernel messages on the
+    shared console;
+  - a log that is missing or lacks the guest's exit marker, a boot whose
+    qemu-run status (--exit-status) is not 0, and a log with a kernel
+    splat (warning, BUG, Oops, stall, panic).
 """
 
 import argparse
+import collections
+import os
 import re
 import sys
 
-KTAP_CASE = re.compile(r"^(?P<indent>\s*)(?P<ok>not ok|ok) \d+ (?P<name>.*?)"
-                       r"(?:\s+#\s*(?P<directive>\S+).*)?$")
+KTAP_CASE = re.compile(r"^(?P<indent>\s*)(?P<ok>not ok|ok) (?P<num>\d+) "
+                       r"(?P<name>.*?)(?:\s+#\s*(?P<directive>\S+).*)?$")
+PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<n>\d+)$")
+STATS = re.compile(r"^# (?P<name>\S+): (?P<stats>(?:\w+:\d+ ?)+)$")
+EXIT_MARKER = re.compile(r"^@@STACKMAP-GUEST-EXIT@@ \d+$", re.M)
+# What the kernel prints when something went wrong, anywhere on a line: a
+# kernel message can start in the middle of one the guest printed.
+SPLAT = re.compile(r"-{12}\[ cut here \]-{12}|WARNING:|BUG:|kernel BUG at"
+                   r"|\bOops\b|Call Trace:|RCU stall|detected stalls? on"
+                   r"|general protection fault|Kernel panic")
+TOTALS_KEYS = ("pass", "fail", "xfail", "xpass", "skip", "error", "total")
 
 
 def sections(log):
-    """Yields (name, lines) for each marked section of the console log."""
+    """Yields (name, lines, ended) for each marked section of the log."""
     name, lines = None, []
     for line in log.splitlines():
         if line.startswith("@@SECTION ") and line.endswith("@@"):
+            if name is not None:
+                yield name, lines, False
             name, lines = line[len("@@SECTION "):-2], []
         elif line == "@@END@@" and name is not None:
-            yield name, lines
+            yield name, lines, True
             name = None
         elif name is not None:
             lines.append(line)
-
-
-def kunit_cases(lines):
-    """Yields (name, verdict) for the test cases (not suites) in KTAP."""
-    suite = None
-    for line in lines:
-        m = re.match(r"^\s+# Subtest: (\S+)", line)
-        if m:
-            suite = m.group(1)
-            continue
-        m = KTAP_CASE.match(line)
-        if not m or len(m.group("indent")) != 4:
-            continue
-        yield f"{suite}.{m.group('name')}", verdict(m)
-
-
-def ftracetest_cases(lines, must_run):
-    """Yields (name, verdict) for each ftracetest case in KTAP mode."""
-    for line in lines:
-        m = KTAP_CASE.match(line)
-        if not m or m.group("indent"):
-            continue
-        v = verdict(m)
-        if must_run and v == "skipped":
-            v = "failed"
-        yield m.group("name"), v
+    if name is not None:
+        yield name, lines, False
 
 
 def verdict(m):
@@ -65,8 +63,118 @@ def verdict(m):
     return "passed"
 
 
+def kind(m):
+    """The key of a result in ftracetest's and KUnit's totals."""
+    directive = (m.group("directive") or "").upper()
+    if m.group("ok") == "ok":
+        return {"SKIP": "skip", "XFAIL": "xfail"}.get(directive, "pass")
+    return "error" if directive else "fail"
+
+
+class Results:
+    """The plan, the result lines and the printed totals of one KTAP level."""
+
+    def __init__(self):
+        self.plans, self.cases, self.totals = [], [], None
+
+    def problems(self):
+        """Yields what is wrong with the results read against the plan."""
+        if len(self.plans) != 1:
+            yield (f"{len(self.plans) or 'no'} plan lines '1..N', "
+                   f"{len(self.cases)} results")
+            return
+        plan = self.plans[0]
+        nums = [int(m.group("num")) for m in self.cases]
+        if len(nums) != plan:
+            yield f"{len(nums)} results for plan 1..{plan}"
+        elif nums != list(range(1, plan + 1)):
+            yield f"results not numbered 1..{plan}"
+        if self.totals is None:
+            return
+        if not re.fullmatch(r"\w+:\d+(?: \w+:\d+)*", self.totals.strip()):
+            yield f"totals unreadable: {self.totals[:40]}"
+        else:
+            read = collections.Counter(kind(m) for m in self.cases)
+            read["total"] = len(self.cases)
+            said = dict(kv.split(":") for kv in self.totals.split())
+            diff = [k for k in TOTALS_KEYS
+                    if k in said and int(said[k]) != read[k]]
+            if diff:
+                yield ("totals say " + " ".join(f"{k}:{said[k]}" for k in diff)
+                       + ", read " + " ".join(f"{k}:{read[k]}" for k in diff))
+
+
+def kunit_cases(lines):
+    """Returns ([(name, match)] for the test cases, [problem]) of KTAP.
+
+    The kernel prints a plan of suites, then for each suite its header
+    '# Subtest: NAME', its plan and cases indented by 4, '# NAME: pass:...'
+    (its case totals; '# Totals:' counts parameters) and its own result.
+    """
+    top, suites, suite, cases = Results(), {}, None, []
+    for line in lines:
+        m = re.match(r"^ {4}# Subtest: (\S+)$", line)
+        if m:
+            suite = m.group(1)
+            suites[suite] = Results()
+            continue
+        m = PLAN.match(line)
+        if m and not m.group("indent"):
+            top.plans.append(int(m.group("n")))
+            continue
+        if m and m.group("indent") == " " * 4 and suite is not None:
+            suites[suite].plans.append(int(m.group("n")))
+            continue
+        m = STATS.match(line)
+        if m and m.group("name") in suites:
+            suites[m.group("name")].totals = m.group("stats")
+            continue
+        m = KTAP_CASE.match(line)
+        if m and not m.group("indent"):
+            top.cases.append(m)
+        elif m and m.group("indent") == " " * 4 and suite is not None:
+            suites[suite].cases.append(m)
+            cases.append((f"{suite}.{m.group('name')}", m))
+    problems = []
+    if top.plans or top.cases:
+        problems += [f"suites: {p}" for p in top.problems()]
+    for name, s in suites.items():
+        problems += [f"{name}: {p}" for p in s.problems()]
+    for m in top.cases:
+        s = suites.get(m.group("name"), Results())
+        if (m.group("ok") == "not ok"
+                and all(c.group("ok") == "ok" for c in s.cases)):
+            problems.append(f"{m.group('name')}: suite not ok")
+    return cases, problems
+
+
+def ftracetest_cases(lines):
+    """Returns ([(name, match)] for each case, [problem]) of one section.
+
+    ftracetest -K prints 'TAP version 13', the plan, a line per case and
+    '# Totals:' at its end; boot-check.sh prints the plan and its cases.
+    """
+    res, tap = Results(), False
+    for line in lines:
+        tap = tap or line.startswith("TAP version ")
+        m = PLAN.match(line)
+        if m and not m.group("indent"):
+            res.plans.append(int(m.group("n")))
+        elif line.startswith("# Totals: "):
+            res.totals = line[len("# Totals: "):]
+        else:
+            m = KTAP_CASE.match(line)
+            if m and not m.group("indent"):
+                res.cases.append(m)
+    problems = list(res.problems())
+    if tap and res.totals is None:
+        problems.append("no '# Totals:' line (cut short?)")
+    return [(m.group("name"), m) for m in res.cases], problems
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("logs", nargs="+", metavar="log")
     ap.add_argument("--kunit-suite", action="append", default=[],
                     help="a KUnit suite that must have reported")
@@ -74,6 +182,9 @@ def main():
                     help="an ftracetest section that must have reported")
     ap.add_argument("--must-run", action="append", default=[],
                     help="a section whose skipped cases count as failures")
+    ap.add_argument("--exit-status", action="append", default=[],
+                    metavar="LOG=STATUS",
+                    help="the qemu-run exit status of the boot that wrote LOG")
     ap.add_argument("--cargo", help="cargo test output to count as well")
     args = ap.parse_args()
 
@@ -84,23 +195,58 @@ def main():
         counts[v] += 1
         print(f"{v.upper():8} {group}: {name}")
 
-    log = ""
-    for path in args.logs:
-        with open(path, errors="replace") as f:
-            log += f.read()
-    for name, lines in sections(log):
-        if name == "kunit":
-            for case, v in kunit_cases(lines):
-                seen.add("kunit:" + case.split(".")[0])
-                count("kunit", case, v)
-        elif name.startswith("ftracetest "):
-            group = name.split()[1]
-            n = 0
-            for case, v in ftracetest_cases(lines, group in args.must_run):
-                count(group, case, v)
-                n += 1
-            if n:
-                seen.add(group)
+    def case(group, name, m):
+        v = verdict(m)
+        if v == "skipped" and group in args.must_run:
+            v = "failed"
+            name += f" (# {m.group('directive')} in a must-run section)"
+        count(group, name, v)
+
+    status = {}
+    for arg in args.exit_status:
+        path, _, rc = arg.rpartition("=")
+        status[path] = rc
+    for path in args.logs + [p for p in status if p not in args.logs]:
+        boot = os.path.basename(path)
+        try:
+            with open(path, errors="replace") as f:
+                log = f.read()
+        except OSError as e:
+            count("console", f"{boot}: cannot read ({e.strerror})", "failed")
+            continue
+        trouble = [] if EXIT_MARKER.search(log) else ["no guest exit marker"]
+        if status.get(path, "0") != "0":
+            trouble.append(f"qemu-run exited {status[path]}")
+        if trouble:
+            count("console", f"{boot}: {', '.join(trouble)}", "failed")
+        splats = [line for line in log.splitlines() if SPLAT.search(line)]
+        if splats:
+            count("console", f"{boot}: kernel splat:", "failed")
+            for line in splats[:5]:
+                print(f"{'':8} | {line[:100]}")
+            if len(splats) > 5:
+                print(f"{'':8} | ({len(splats) - 5} more lines)")
+
+        for name, lines, ended in sections(log):
+            if name == "kunit":
+                group = "kunit"
+                cases, problems = kunit_cases(lines)
+                for c, m in cases:
+                    seen.add("kunit:" + c.split(".")[0])
+                    case(group, c, m)
+            elif name.startswith("ftracetest "):
+                group = name.split()[1]
+                cases, problems = ftracetest_cases(lines)
+                for c, m in cases:
+                    case(group, c, m)
+                if cases:
+                    seen.add(group)
+            else:
+                group, problems = name, [f"unknown section in {boot}"]
+            if not ended:
+                problems.append(f"section not ended in {boot} (cut short?)")
+            for p in problems:
+                count(group, p, "failed")
 
     if args.cargo:
         with open(args.cargo, errors="replace") as f:
