@@ -260,6 +260,26 @@ mod cases {
     }
 
     #[test]
+    fn closed_gate_falls_back_and_resolves_nothing() {
+        let map = map(BITS_MIN);
+        let s = stack(3, 8);
+        let c = lookup(&map, &s).expect("insert").cookie();
+        // A reset between closing the gate and clearing the table: what a
+        // recorder that races it sees.
+        let table = map.table();
+        table.begin_reset();
+        assert_eq!(lookup(&map, &s), Err(Fallback::Reset));
+        assert_eq!(lookup(&map, &stack(4, 8)), Err(Fallback::Reset));
+        assert!(resolve(&map, c).is_none());
+        assert_eq!(map.stats().totals().reset, 2);
+        assert_eq!(table.entries(), 1);
+        table.clear();
+        table.finish_reset();
+        assert_eq!(table.generation(), c.generation() + 1);
+        assert!(matches!(lookup(&map, &s), Ok(Found::Inserted(_))));
+    }
+
+    #[test]
     fn replacing_map_continues_the_generations() {
         // An instance's first map, reset once: its cookies of both
         // generations may still be in the ring buffer.
@@ -442,6 +462,76 @@ mod cases {
             t.hits + t.inserts + t.fallbacks(),
             (2 * ROUNDS * STACKS) as u64
         );
+    }
+
+    #[test]
+    fn resets_racing_recorders_leave_cookies_stale_or_right() {
+        const STACKS: usize = 400;
+        const RESETS: u32 = 50;
+        let map = map(BITS_MIN);
+        // Set by this thread to stop the worker; then by the worker, done.
+        let stop = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+        let passes = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+        let wrong = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+
+        // The worker records and resolves at once, while this thread resets:
+        // a cookie either resolves to its own stack or is stale by then.
+        let (m, st, p, w) = (map.clone(), stop.clone(), passes.clone(), wrong.clone());
+        workqueue::system_unbound()
+            .try_spawn(GFP_KERNEL, move || {
+                while st.load(Relaxed) == 0 {
+                    for id in 0..STACKS {
+                        let s = stack(id, 1 + id % 24);
+                        let Ok(found) = lookup(&m, &s) else {
+                            continue;
+                        };
+                        if resolve(&m, found.cookie()).is_some_and(|f| f[..] != s[..]) {
+                            w.add(1, Relaxed);
+                        }
+                    }
+                    p.add(1, Relaxed);
+                }
+                st.store(2, Relaxed);
+            })
+            .expect("spawn");
+        // Reset only once the worker records, and let it finish a pass after.
+        while passes.load(Relaxed) == 0 {
+            fsleep(Delta::from_millis(1));
+        }
+        for _ in 0..RESETS {
+            map.reset();
+        }
+        let after = passes.load(Relaxed);
+        while passes.load(Relaxed) < after + 2 {
+            fsleep(Delta::from_millis(1));
+        }
+        stop.store(1, Relaxed);
+        while stop.load(Relaxed) != 2 {
+            fsleep(Delta::from_millis(1));
+        }
+
+        assert_eq!(wrong.load(Relaxed), 0);
+        let table = map.table();
+        assert_eq!(table.generation(), FIRST_GENERATION + RESETS);
+        // What the last generation holds is whole, and stored once.
+        let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
+        let mut populated = 0;
+        for slot in 0..table.slot_count() {
+            let rcu = rcu::read_lock();
+            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
+                continue;
+            };
+            let mut frames = KVec::new();
+            for f in record.frames() {
+                frames.push(f, GFP_KERNEL).expect("alloc");
+            }
+            let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
+            assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
+            seen[id] += 1;
+            populated += 1;
+        }
+        assert!(seen.iter().all(|&n| n <= 1));
+        assert_eq!(table.entries(), populated);
     }
 
     /// Measures the map's own cost per hit and per insert at depths 8, 16
