@@ -55,7 +55,9 @@ pub fn read_lock() -> Guard {
 ///
 /// When it returns, every RCU read-side critical section that was running
 /// when it was called has ended; that includes regions with preemption or
-/// interrupts disabled, and NMI handlers.
+/// interrupts disabled, and NMI handlers, on CPUs where RCU was watching.
+/// Code that runs where RCU does not watch (the idle loop, early entry
+/// code; see `rcu_is_watching()`) is not waited for.
 ///
 /// Sleeps, so it must be called from a context that may sleep.
 #[inline]
