@@ -59,7 +59,13 @@ mod cases {
         map.lookup(frames, ReadSection::new(&rcu::read_lock()))
     }
 
-    /// Returns the frames `cookie` resolves to.
+    /// Returns the frames of the stack in `slot` of the current generation.
+    fn stored<H: StackHash>(map: &StackMap<H>, slot: usize) -> Option<KVec<usize>> {
+        resolve(map, Cookie::new(map.table().generation(), slot as u32))
+    }
+
+    /// Returns the frames `cookie` resolves to (copied out of the RCU
+    /// read-side critical section, in which nothing may sleep).
     fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
         let mut frames = [0usize; MAX_DEPTH];
         let (_, depth) =
@@ -201,15 +207,10 @@ mod cases {
         }
         let mask = table.slot_count() - 1;
         let (mut sum, mut max) = (0, 0);
-        let rcu = rcu::read_lock();
         for slot in 0..table.slot_count() {
-            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
+            let Some(frames) = stored(&map, slot) else {
                 continue;
             };
-            let mut frames = KVec::new();
-            for f in record.frames() {
-                frames.push(f, GFP_KERNEL).expect("alloc");
-            }
             let home = home(hash.hash(&frames), mask);
             let distance = slot.wrapping_sub(home) & mask;
             sum += distance;
@@ -443,14 +444,9 @@ mod cases {
         assert_eq!(table.entries(), STACKS);
         let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
         for slot in 0..table.slot_count() {
-            let rcu = rcu::read_lock();
-            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
+            let Some(frames) = stored(&map, slot) else {
                 continue;
             };
-            let mut frames = KVec::new();
-            for f in record.frames() {
-                frames.push(f, GFP_KERNEL).expect("alloc");
-            }
             let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
             assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
             seen[id] += 1;
@@ -517,14 +513,9 @@ mod cases {
         let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
         let mut populated = 0;
         for slot in 0..table.slot_count() {
-            let rcu = rcu::read_lock();
-            let Some(record) = table.slot(slot, table.generation(), ReadSection::new(&rcu)) else {
+            let Some(frames) = stored(&map, slot) else {
                 continue;
             };
-            let mut frames = KVec::new();
-            for f in record.frames() {
-                frames.push(f, GFP_KERNEL).expect("alloc");
-            }
             let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
             assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
             seen[id] += 1;
