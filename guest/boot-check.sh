@@ -3,6 +3,7 @@
 # Checks of a boot with
 #   trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
 #   trace_event=sched:sched_switch
+#   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines. Exits 1 if a
 # check failed.
 cd /sys/kernel/tracing || exit 1
@@ -60,17 +61,22 @@ cookies_resolve() {
 		return 1
 	fi
 }
+persistent_refuses() {
+	write_fails instances/persistent/options/stackmap 1 "Invalid argument" &&
+		test "`cat instances/persistent/options/stackmap`" = 0
+}
 nothing_lost() {
 	test "`count '<stack trace>' trace`" -eq "`stat_fallbacks`"
 }
 
-plan=5
+plan=6
 echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
 check "boot: ftrace_stackmap.bits=12 sizes the top map" bits_are_12
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie resolves to its stack_map record" cookies_resolve
 check "boot: every other stack is in full and counted" nothing_lost
+check "boot: a persistent instance refuses the option (EINVAL)" persistent_refuses
 echo 0 > options/sym-offset
 echo 1 > tracing_on
 test "$n" -eq "$plan" && test "$failed" -eq 0
