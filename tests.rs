@@ -486,6 +486,8 @@ mod cases {
                         }
                     }
                     p.add(1, Relaxed);
+                    // A pass is long: let this CPU run something else.
+                    fsleep(Delta::from_micros(100));
                 }
                 st.store(2, Relaxed);
             })
