@@ -13,6 +13,17 @@ cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
 status=0
+
+# Prints the end of each failed case's log (ftracetest keeps only those),
+# after the section, where the summary does not read.
+failed_logs() { # log-dir
+	for log in "$1"/*-log.*; do
+		[ -f "$log" ] || continue
+		echo "check.sh: end of ${log##*/}:"
+		tail -n 40 "$log" | sed 's/^/|   /'
+	done
+}
+
 for section in "$@"; do
 	case $section in
 	kunit)
@@ -27,10 +38,12 @@ for section in "$@"; do
 	stackmap)
 		echo "@@SECTION ftracetest stackmap@@"
 		$FTRACETEST -l /tmp/logs-stackmap $STACKMAP_TESTS || status=1
+		logs=/tmp/logs-stackmap
 		;;
 	baseline*)
 		echo "@@SECTION ftracetest $section@@"
 		$FTRACETEST -l /tmp/logs-$section $BASELINE_TESTS || status=1
+		logs=/tmp/logs-$section
 		;;
 	boot)
 		echo "@@SECTION ftracetest boot@@"
@@ -43,5 +56,7 @@ for section in "$@"; do
 		;;
 	esac
 	echo "@@END@@"
+	[ -n "${logs-}" ] && failed_logs $logs
+	logs=
 done
 exit $status
