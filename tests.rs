@@ -64,6 +64,22 @@ mod cases {
         resolve(map, Cookie::new(map.table().generation(), slot as u32))
     }
 
+    /// Checks that every stack stored in the current generation is whole,
+    /// one of `stack(id, 1 + id % 24)` for `id < stacks`; returns how many
+    /// copies of each it found.
+    fn copies_stored<H: StackHash>(map: &StackMap<H>, stacks: usize) -> KVec<u32> {
+        let mut copies = KVec::from_elem(0u32, stacks, GFP_KERNEL).expect("alloc");
+        for slot in 0..map.table().slot_count() {
+            let Some(frames) = stored(map, slot) else {
+                continue;
+            };
+            let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
+            assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
+            copies[id] += 1;
+        }
+        copies
+    }
+
     /// Returns the frames `cookie` resolves to (copied out of the RCU
     /// read-side critical section, in which nothing may sleep).
     fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
@@ -442,16 +458,7 @@ mod cases {
 
         let table = map.table();
         assert_eq!(table.entries(), STACKS);
-        let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
-        for slot in 0..table.slot_count() {
-            let Some(frames) = stored(&map, slot) else {
-                continue;
-            };
-            let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
-            assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
-            seen[id] += 1;
-        }
-        assert!(seen.iter().all(|&n| n == 1));
+        assert!(copies_stored(&map, STACKS).iter().all(|&n| n == 1));
         let t = map.stats().totals();
         assert_eq!(t.inserts, STACKS as u64);
         assert_eq!(
@@ -512,19 +519,9 @@ mod cases {
         let table = map.table();
         assert_eq!(table.generation(), FIRST_GENERATION + RESETS);
         // What the last generation holds is whole, and stored once.
-        let mut seen = KVec::from_elem(0u32, STACKS, GFP_KERNEL).expect("alloc");
-        let mut populated = 0;
-        for slot in 0..table.slot_count() {
-            let Some(frames) = stored(&map, slot) else {
-                continue;
-            };
-            let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
-            assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
-            seen[id] += 1;
-            populated += 1;
-        }
-        assert!(seen.iter().all(|&n| n <= 1));
-        assert_eq!(table.entries(), populated);
+        let copies = copies_stored(&map, STACKS);
+        assert!(copies.iter().all(|&n| n <= 1));
+        assert_eq!(table.entries(), copies.iter().sum::<u32>() as usize);
     }
 
     /// Measures the map's own cost per hit and per insert at depths 8, 16
