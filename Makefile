@@ -14,9 +14,11 @@ BUILD		?= $(ROOT)/build
 TREE		:= $(BUILD)/linux
 OBJ		:= $(BUILD)/obj
 TARGET_ARCH	?= x86_64
+# The nightly whose Miri `make check` runs the host tests under.
+MIRI_TOOLCHAIN	?= nightly-2026-05-20
 
 include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
-export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ
+export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN
 
 KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
 JOBS		?= $(shell nproc)

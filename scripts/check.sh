@@ -70,17 +70,25 @@ for name in plain stackmap; do
 done
 
 # Host-side crates: each test case counts; a crate whose tests do not
-# build or run to the end counts as one failed case.
-cargo_out=
-rm -f "$BUILD/cargo-test.out"
-for manifest in $(cd "$ROOT" && git ls-files -co --exclude-standard '*Cargo.toml'); do
-	cargo_out=$BUILD/cargo-test.out
-	echo "check: cargo test $manifest"
-	if ! CARGO_TARGET_DIR=$BUILD/cargo cargo test --release \
-		--manifest-path "$ROOT/$manifest" >> "$cargo_out" 2>&1; then
-		echo "test $(dirname "$manifest") ... FAILED" >> "$cargo_out"
-	fi
-done
+# build or run to the end counts as one failed case. They run twice: built
+# as the kernel builds Rust, racing on the CPUs, and under Miri, which
+# checks every memory access of a smaller run for undefined behaviour and
+# data races (MIRIFLAGS=-Zmiri-tree-borrows, -Zmiri-seed=N, ... pass on).
+cargo_tests() { # group out command...
+	local group=$1 out=$2 manifest
+	shift 2
+	rm -f "$out"
+	for manifest in $(cd "$ROOT" && git ls-files -co --exclude-standard '*Cargo.toml'); do
+		echo "check: $* $manifest"
+		if ! "$@" --manifest-path "$ROOT/$manifest" >> "$out" 2>&1; then
+			echo "test $(dirname "$manifest") ... FAILED" >> "$out"
+		fi
+	done
+	[ -e "$out" ] && summary_args+=(--cargo "$group=$out")
+}
+CARGO_TARGET_DIR=$BUILD/cargo cargo_tests host "$BUILD/cargo-test.out" \
+	cargo test --release
+CARGO_TARGET_DIR=$BUILD/miri \
+	cargo_tests miri "$BUILD/miri-test.out" cargo "+${MIRI_TOOLCHAIN:?}" miri test
 
-python3 "$ROOT/scripts/summarize.py" "${logs[@]}" "${summary_args[@]}" \
-	${cargo_out:+--cargo "$cargo_out"}
+python3 "$ROOT/scripts/summarize.py" "${logs[@]}" "${summary_args[@]}"

@@ -56,6 +56,15 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
 	rustup component add rust-src
 fi
 
+# Miri runs the host tests: a pinned nightly, so that every machine checks
+# with the same one.
+if ! cargo "+${MIRI_TOOLCHAIN:?}" miri --version >/dev/null 2>&1; then
+	echo "deps: installing $MIRI_TOOLCHAIN with Miri"
+	rustup toolchain install "$MIRI_TOOLCHAIN" --profile minimal \
+		--component miri,rust-src
+	cargo "+$MIRI_TOOLCHAIN" miri setup
+fi
+
 version_ge() {
 	[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]
 }

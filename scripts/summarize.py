@@ -3,7 +3,7 @@
 """Count the test cases of a `make check` boot and print the summary line.
 
 Reads the console logs the guests printed (sections between '@@SECTION
-name@@' and '@@END@@'), and optionally host-side cargo test output.  Every
+name@@' and '@@END@@'), and optionally host-side cargo test outputs.  Every
 case is listed with its verdict; the last line is 'N passed, N failed, N
 skipped'.  Each of these also counts as a failed case:
 
@@ -15,7 +15,8 @@ skipped'.  Each of these also counts as a failed case:
     shared console;
   - a log that is missing or lacks the guest's exit marker, a boot whose
     qemu-run status (--exit-status) is not 0, and a log with a kernel
-    splat (warning, BUG, Oops, stall, panic).
+    splat (warning, BUG, Oops, stall, panic);
+  - a cargo test output that reports no test.
 """
 
 import argparse
@@ -185,7 +186,8 @@ def main():
     ap.add_argument("--exit-status", action="append", default=[],
                     metavar="LOG=STATUS",
                     help="the qemu-run exit status of the boot that wrote LOG")
-    ap.add_argument("--cargo", help="cargo test output to count as well")
+    ap.add_argument("--cargo", action="append", default=[], metavar="GROUP=FILE",
+                    help="cargo test output to count as well, as GROUP")
     args = ap.parse_args()
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
@@ -248,13 +250,18 @@ def main():
             for p in problems:
                 count(group, p, "failed")
 
-    if args.cargo:
-        with open(args.cargo, errors="replace") as f:
+    for arg in args.cargo:
+        group, path = arg.split("=", 1)
+        tests = 0
+        with open(path, errors="replace") as f:
             for line in f:
                 m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
                 if m:
                     v = {"ok": "passed", "FAILED": "failed"}.get(m.group(2), "skipped")
-                    count("host", m.group(1), v)
+                    count(group, m.group(1), v)
+                    tests += 1
+        if not tests:
+            count(group, f"{path} (no test reported)", "failed")
 
     for suite in args.kunit_suite:
         if "kunit:" + suite not in seen:

@@ -3,7 +3,9 @@
 //! The stackmap's slot table, hash and counters, built from the kernel
 //! sources for the host: `make bench` runs it to time a map hit against the
 //! copy it saves on real hardware, and `make check` runs its tests, which
-//! race the slot protocol on real CPUs (the guest of both is emulated).
+//! race the slot protocol on real CPUs (the guest of both is emulated), and
+//! runs them again under Miri, which checks the table's unsafe code for
+//! undefined behaviour and data races.
 //!
 //! The kernel files are compiled unchanged: `kernel.rs` provides the few
 //! kernel crate items they use.
@@ -32,6 +34,8 @@ mod stats;
 mod table;
 
 mod bench;
+#[cfg(test)]
+mod reuse;
 #[cfg(test)]
 mod stress;
 
