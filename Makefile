@@ -6,6 +6,8 @@
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
 #   make bench               measure what the stackmap buys and costs
+#   make series              the patch series to send upstream, in build/series
+#   make series-build        build the kernel at each commit of the series
 #
 # See README.md for the rest.
 
@@ -27,7 +29,7 @@ IMAGE		:= $(BUILD)/bzImage
 INITRAMFS	:= $(BUILD)/initramfs.cpio
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
 
-.PHONY: all deps source install config kernel initramfs run check bench clean distclean
+.PHONY: all deps source install config kernel initramfs run check bench series series-build clean distclean
 
 all: kernel
 
@@ -62,6 +64,13 @@ check: kernel initramfs
 
 bench: kernel initramfs
 	@$(QEMU_ENV) $(ROOT)/scripts/bench.sh
+
+series: install
+	@$(ROOT)/scripts/series.sh $(TREE) $(BUILD)/series
+
+series-build: series config
+	@KERNEL_IMAGE=$(KERNEL_IMAGE) $(ROOT)/scripts/series-build.sh $(TREE) \
+		$(OBJ)/.config $(BUILD)/series-build
 
 clean:
 	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out

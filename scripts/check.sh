@@ -7,7 +7,8 @@
 # ftracetest on our tests and on the upstream baseline. The second boots
 # with the stackmap enabled on the kernel command line, checks what it
 # recorded from the first events on, and runs the baseline again with the
-# option on. Host-side cargo tests run if there are any. The last line is
+# option on. Host-side cargo tests run if there are any, and the series
+# made for upstream goes through checkpatch. The last line is
 # 'N passed, N failed, N skipped'; scripts/summarize.py also counts as a
 # failed case a section short of its plan, a skipped case, a boot that
 # failed or never reported, and a kernel splat in a console log.
@@ -90,5 +91,10 @@ CARGO_TARGET_DIR=$BUILD/cargo cargo_tests host "$BUILD/cargo-test.out" \
 	cargo test --release
 CARGO_TARGET_DIR=$BUILD/miri \
 	cargo_tests miri "$BUILD/miri-test.out" cargo "+${MIRI_TOOLCHAIN:?}" miri test
+
+# The series to send upstream: each file in one commit, checkpatch clean.
+echo "check: scripts/series.sh"
+"$ROOT/scripts/series.sh" "$TREE" "$BUILD/series" > "$BUILD/series.out" 2>&1
+summary_args+=(--tap "series=$BUILD/series.out")
 
 python3 "$ROOT/scripts/summarize.py" "${logs[@]}" "${summary_args[@]}"

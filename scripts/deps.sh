@@ -11,7 +11,7 @@ SUDO=
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
 PACKAGES="clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev
 	  libssl-dev cpio busybox-static gawk gcc libc6-dev make python3 xz-utils zstd git rsync
-	  ca-certificates"
+	  ca-certificates perl python3-ply python3-git"
 MIN_BINDGEN=0.71.1
 
 missing=

@@ -37,8 +37,20 @@ restore() { # path in tree
 	fi
 }
 
-# Patches first: they are applied to pristine files, and a change to the
-# patch set restores what the old set touched before applying the new one.
+# Files that left the project leave the tree first: a patch may now
+# change one of them.
+if [ -f "$STATE/manifest" ]; then
+	cut -d' ' -f2 "$STATE/manifest" | sort > "$STATE/old"
+	cut -d' ' -f2 "$new_manifest" | sort > "$STATE/new"
+	comm -23 "$STATE/old" "$STATE/new" | while read -r f; do
+		restore "$f"
+		echo "install: removed $f"
+	done
+fi
+
+# Then the patches: they are applied to pristine files, and a change to
+# the patch set restores what the old set touched before applying the new
+# one.
 patch_sum=$(cat "$ROOT"/patches/*.patch 2>/dev/null | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 	if [ -f "$PATCH_STATE/files" ]; then
@@ -57,16 +69,6 @@ if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 		echo "install: applied $(basename "$p")"
 	done
 	echo "$patch_sum" > "$PATCH_STATE/sum"
-fi
-
-# Files that left the project leave the tree.
-if [ -f "$STATE/manifest" ]; then
-	cut -d' ' -f2 "$STATE/manifest" | sort > "$STATE/old"
-	cut -d' ' -f2 "$new_manifest" | sort > "$STATE/new"
-	comm -23 "$STATE/old" "$STATE/new" | while read -r f; do
-		restore "$f"
-		echo "install: removed $f"
-	done
 fi
 
 copied=0

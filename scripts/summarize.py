@@ -16,7 +16,8 @@ skipped'.  Each of these also counts as a failed case:
   - a log that is missing or lacks the guest's exit marker, a boot whose
     qemu-run status (--exit-status) is not 0, and a log with a kernel
     splat (warning, BUG, Oops, stall, panic);
-  - a cargo test output that reports no test.
+  - a cargo test output that reports no test;
+  - a TAP output (--tap) with a problem of a section, as above.
 """
 
 import argparse
@@ -188,6 +189,8 @@ def main():
                     help="the qemu-run exit status of the boot that wrote LOG")
     ap.add_argument("--cargo", action="append", default=[], metavar="GROUP=FILE",
                     help="cargo test output to count as well, as GROUP")
+    ap.add_argument("--tap", action="append", default=[], metavar="GROUP=FILE",
+                    help="TAP output of a host-side check to count as GROUP")
     args = ap.parse_args()
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
@@ -262,6 +265,20 @@ def main():
                     tests += 1
         if not tests:
             count(group, f"{path} (no test reported)", "failed")
+
+    for arg in args.tap:
+        group, path = arg.split("=", 1)
+        try:
+            with open(path, errors="replace") as f:
+                cases, problems = ftracetest_cases(f.read().splitlines())
+        except OSError as e:
+            cases, problems = [], [f"{path}: cannot read ({e.strerror})"]
+        for c, m in cases:
+            count(group, c, verdict(m))
+        if not cases:
+            problems.append(f"{path} (no case reported)")
+        for p in problems:
+            count(group, p, "failed")
 
     for suite in args.kunit_suite:
         if "kunit:" + suite not in seen:

@@ -3,7 +3,7 @@
 #include <linux/percpu.h>
 
 __rust_helper void __percpu *rust_helper_alloc_percpu_gfp(size_t size,
-							 size_t align, gfp_t gfp)
+							  size_t align, gfp_t gfp)
 {
 	return __alloc_percpu_gfp(size, align, gfp);
 }
