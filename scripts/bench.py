@@ -12,11 +12,14 @@ import sys
 from collections import defaultdict
 
 REFERENCE_BYTES_PER_STACK = 520
-# Ring buffer bytes of a kernel_stack event besides its frames, and of a
-# stack_cookie event: 4 event header + 8 trace_entry + 8 (size and pad, or
-# the cookie).
-STACK_EVENT_FIXED = 20
-COOKIE_EVENT = 20
+# Ring buffer bytes of an event with no payload: the event header and the
+# trace_entry. A kernel_stack event adds 8 (its size and pad) besides its
+# frames, a stack_cookie event its 8-byte cookie; an event with a payload
+# takes at least 4 more (the ring buffer's alignment).
+EVENT_FIXED = 4 + 8
+STACK_EVENT_FIXED = EVENT_FIXED + 8
+COOKIE_EVENT = EVENT_FIXED + 8
+SMALLEST_EVENT = EVENT_FIXED + 4
 HISTORY_TARGET = 2.2
 COST_LOOPS = {
     "getppid": "__x64_sys_getppid",
@@ -134,7 +137,7 @@ def main():
             if not met:
                 detail += (f"; {COOKIE_EVENT}-byte cookie events give {bound:.2f}x by the off "
                            f"figures, {HISTORY_TARGET}x needs events of {largest:.0f} bytes or "
-                           f"less (with a trace_entry, an event takes 16 or more)")
+                           f"less (with a trace_entry, an event takes {SMALLEST_EVENT} or more)")
             targets.append((f"{w}: entries retained on/off >= {HISTORY_TARGET}", met, detail))
 
     print()
