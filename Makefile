@@ -18,9 +18,12 @@ OBJ		:= $(BUILD)/obj
 TARGET_ARCH	?= x86_64
 # The nightly whose Miri `make check` runs the host tests under.
 MIRI_TOOLCHAIN	?= nightly-2026-05-20
+# The branch of the kernel tree that `make series` writes the series to.
+SERIES_BRANCH	:= stackmap-series
 
 include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
-export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN
+export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN \
+		SERIES_BRANCH
 
 KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
 JOBS		?= $(shell nproc)

@@ -16,7 +16,7 @@ set -uo pipefail
 TREE=$(cd "$1" && pwd)
 CONFIG=$2
 WORK=$3
-BRANCH=stackmap-series
+BRANCH=${SERIES_BRANCH:?}
 : "${KERNEL_ARCH:?}" "${KERNEL_IMAGE:?}"
 
 commits=$(git -C "$TREE" rev-list --reverse "pristine..$BRANCH") || exit 1

@@ -6,7 +6,7 @@
 # Each patches/*.patch becomes one commit on top of the pristine tree: its
 # message, its diff, and the installed files that patches/series assigns
 # to it.  The commits are built in a private index (the tree's working
-# files are not touched), kept as the branch stackmap-series of the kernel
+# files are not touched), kept as the branch SERIES_BRANCH of the kernel
 # tree, and written with `git format-patch --signoff --cover-letter`,
 # signed off by git's user.name and user.email; the cover letter's text is
 # patches/cover-letter.  Then every patch goes through the tree's
@@ -22,7 +22,7 @@ TREE=$(cd "$1" && pwd)
 OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MANIFEST=$TREE/.stackmap-installed/manifest
-BRANCH=stackmap-series
+BRANCH=${SERIES_BRANCH:?}
 
 # checkpatch types not acted on, and why:
 # - FILE_PATH_CHANGES asks whether MAINTAINERS needs a new entry for a new
