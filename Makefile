@@ -6,6 +6,7 @@
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
 #   make bench               measure what the stackmap buys and costs
+#   make suite               the upstream ftrace selftests, stacks in full vs in the map
 #   make series              the patch series to send upstream, in build/series
 #   make series-build        build the kernel at each commit of the series
 #
@@ -32,7 +33,8 @@ IMAGE		:= $(BUILD)/bzImage
 INITRAMFS	:= $(BUILD)/initramfs.cpio
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
 
-.PHONY: all deps source install config kernel initramfs run check bench series series-build clean distclean
+.PHONY: all deps source install config kernel initramfs run check bench suite series series-build \
+	clean distclean
 
 all: kernel
 
@@ -67,6 +69,9 @@ check: kernel initramfs
 
 bench: kernel initramfs
 	@$(QEMU_ENV) $(ROOT)/scripts/bench.sh
+
+suite: kernel initramfs
+	@$(QEMU_ENV) $(ROOT)/scripts/suite.sh
 
 series: install
 	@$(ROOT)/scripts/series.sh $(TREE) $(BUILD)/series
