@@ -56,6 +56,11 @@ def sections(log):
         yield name, lines, False
 
 
+def splats(log):
+    """Returns the lines of a console log that show a kernel splat."""
+    return [line for line in log.splitlines() if SPLAT.search(line)]
+
+
 def verdict(m):
     directive = (m.group("directive") or "").upper()
     if m.group("ok") == "not ok":
@@ -224,13 +229,13 @@ def main():
             trouble.append(f"qemu-run exited {status[path]}")
         if trouble:
             count("console", f"{boot}: {', '.join(trouble)}", "failed")
-        splats = [line for line in log.splitlines() if SPLAT.search(line)]
-        if splats:
+        splat = splats(log)
+        if splat:
             count("console", f"{boot}: kernel splat:", "failed")
-            for line in splats[:5]:
+            for line in splat[:5]:
                 print(f"{'':8} | {line[:100]}")
-            if len(splats) > 5:
-                print(f"{'':8} | ({len(splats) - 5} more lines)")
+            if len(splat) > 5:
+                print(f"{'':8} | ({len(splat) - 5} more lines)")
 
         for name, lines, ended in sections(log):
             if name == "kunit":
