@@ -55,16 +55,6 @@ mod cases {
         StackMap::with_hash(bits, FIRST_GENERATION, SeededHash::new(SEED)).expect("map allocation")
     }
 
-    /// The unbound system workqueue, whose workers run on any CPU, next to
-    /// the test's thread: `system_dfl_wq`. `workqueue::system_unbound()`
-    /// returns `system_unbound_wq`, which is deprecated in its favour and
-    /// warns when work is queued on it.
-    fn unbound_queue() -> &'static workqueue::Queue {
-        // SAFETY: `system_dfl_wq` is a C global, set up at boot and never
-        // freed.
-        unsafe { workqueue::Queue::from_raw(kernel::bindings::system_dfl_wq) }
-    }
-
     fn lookup<H: StackHash>(map: &StackMap<H>, frames: &[usize]) -> Result<Found, Fallback> {
         map.lookup(frames, ReadSection::new(&rcu::read_lock()))
     }
@@ -447,7 +437,7 @@ mod cases {
         // The worker walks the stacks upwards, this thread downwards, so the
         // two insert the same stacks at the same time in the middle.
         let (m, d) = (map.clone(), done.clone());
-        unbound_queue()
+        workqueue::system_dfl()
             .try_spawn(GFP_KERNEL, move || {
                 for _ in 0..ROUNDS {
                     for id in 0..STACKS {
@@ -490,7 +480,7 @@ mod cases {
         // The worker records and resolves at once, while this thread resets:
         // a cookie either resolves to its own stack or is stale by then.
         let (m, st, p, w) = (map.clone(), stop.clone(), passes.clone(), wrong.clone());
-        unbound_queue()
+        workqueue::system_dfl()
             .try_spawn(GFP_KERNEL, move || {
                 while st.load(Relaxed) == 0 {
                     for id in 0..STACKS {
