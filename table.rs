@@ -135,16 +135,34 @@ fn key(hash: u64) -> u32 {
     }
 }
 
-/// Packs the record of a stack of `depth` frames whose ref count word is at
-/// arena index `start`.
-fn pack(start: usize, depth: usize) -> u32 {
-    ((depth as u32) << INDEX_BITS) | (start as u32 + 1)
+/// Packs the record of a stack of `depth` frames whose first frame is at
+/// arena index `first`, just after its ref count word: never 0.
+fn pack(first: usize, depth: usize) -> u32 {
+    ((depth as u32) << INDEX_BITS) | first as u32
 }
 
-/// Unpacks a record: the arena index of its ref count word, and its depth.
+/// Unpacks a record: the arena index of its first frame, and its depth.
 fn unpack(record: u32) -> (usize, usize) {
-    let start = (record & ((1 << INDEX_BITS) - 1)) as usize - 1;
-    (start, (record >> INDEX_BITS) as usize)
+    (
+        (record & ((1 << INDEX_BITS) - 1)) as usize,
+        (record >> INDEX_BITS) as usize,
+    )
+}
+
+/// Returns whether the frames `stored` in a record are `frames`.
+///
+/// Called once the 32-bit key and the depth matched, when the frames differ
+/// about once in 2^32: the comparison folds the differences of all frames
+/// together and tests once at the end, rather than branching on every frame
+/// to stop early.
+#[inline]
+fn same(stored: &[u64], frames: &[usize]) -> bool {
+    stored.len() == frames.len()
+        && stored
+            .iter()
+            .zip(frames)
+            .fold(0, |diff, (&s, &f)| diff | (s ^ f as u64))
+            == 0
 }
 
 /// A stack read back from the table.
@@ -209,7 +227,8 @@ impl<H: StackHash> Table<H> {
 
     /// Returns how many stacks the arena is sized for.
     pub(crate) fn capacity(&self) -> usize {
-        1 << self.bits
+        // Two slots per stack (the table is at most half full).
+        self.slots.len() / 2
     }
 
     /// Returns `log2` of [`Self::capacity`].
@@ -279,11 +298,14 @@ impl<H: StackHash> Table<H> {
         let hash = self.hash.hash(frames);
         let key = key(hash);
         let slots = &*self.slots;
-        let mask = slots.len() - 1;
+        // The number of slots is a power of two, never 0.
+        let mask = slots.len().wrapping_sub(1);
         let mut index = home(hash, mask);
 
         for _ in 0..MAX_PROBE {
-            let slot = &slots[index];
+            let Some(slot) = slots.get(index) else {
+                break;
+            };
             // ORDERING: Acquire pairs with the Release that published the
             // record in `claim()`: its frames are visible.
             let mut word = slot.0.load(Acquire);
@@ -302,13 +324,17 @@ impl<H: StackHash> Table<H> {
                     0 => return Err(Fallback::Busy),
                     RECORD_DEAD => {}
                     record => {
-                        let (start, depth) = unpack(record);
-                        // SAFETY: `record` was published in this generation
-                        // (Acquire above) and the gate was open in `_rcu`.
-                        if depth == frames.len() && unsafe { self.matches(start, frames) } {
-                            // SAFETY: As above.
-                            unsafe { self.refs(start) }.add(1, Relaxed);
-                            return Ok(Found::Hit(Cookie::new(generation, index as u32)));
+                        let (first, depth) = unpack(record);
+                        if depth == frames.len() {
+                            // SAFETY: `record` was published in this
+                            // generation (Acquire above) and the gate was open
+                            // in `_rcu`.
+                            if let Some((refs, stored)) = unsafe { self.record(first, depth) } {
+                                if same(stored, frames) {
+                                    refs.add(1, Relaxed);
+                                    return Ok(Found::Hit(Cookie::new(generation, index as u32)));
+                                }
+                            }
                         }
                     }
                 }
@@ -340,21 +366,20 @@ impl<H: StackHash> Table<H> {
         slot.0
             .cmpxchg(0, Slot::word(key, 0), Relaxed)
             .map_err(|_| ())?;
-        let Some(start) = self.reserve(frames.len()) else {
+        let Some((first, count, words)) = self.reserve(frames.len()) else {
             // INVARIANT: The slot stays claimed but dead for the rest of the
             // generation, so that no lookup mistakes it for free and inserts
             // a second copy of a stack stored further along the probe chain.
             slot.0.store(Slot::word(key, RECORD_DEAD), Release);
             return Ok(false);
         };
-        let words = &self.arena[start..start + 1 + frames.len()];
-        // SAFETY: `reserve()` handed `words` to this call alone, and no reader
-        // reaches them before the Release store below publishes them; readers
-        // of the previous generation were waited for by the reset that
-        // cleared the reservations.
+        // SAFETY: `reserve()` handed `count` and `words` to this call alone,
+        // and no reader reaches them before the Release store below publishes
+        // them; readers of the previous generation were waited for by the
+        // reset that cleared the reservations.
         unsafe {
-            words[0].as_ptr().write(1);
-            for (word, &frame) in words[1..].iter().zip(frames) {
+            count.as_ptr().write(1);
+            for (word, &frame) in words.iter().zip(frames) {
                 word.as_ptr().write(frame as u64);
             }
         }
@@ -362,7 +387,7 @@ impl<H: StackHash> Table<H> {
         // ORDERING: Release orders the writes above before the publication,
         // pairs with the Acquire loads of the slot by readers.
         slot.0
-            .store(Slot::word(key, pack(start, frames.len())), Release);
+            .store(Slot::word(key, pack(first, frames.len())), Release);
         Ok(true)
     }
 
@@ -370,79 +395,58 @@ impl<H: StackHash> Table<H> {
     fn has_room(&self, depth: usize) -> bool {
         let used = self.used.0.load(Relaxed);
         (used >> 32) < self.capacity() as u64
-            && (used as u32 as usize) + 1 + depth <= self.arena.len()
+            && depth < self.arena.len().saturating_sub(used as u32 as usize)
     }
 
-    /// Reserves one record of `depth` frames; returns its arena index.
+    /// Reserves one record of `depth` frames; returns the arena index of its
+    /// first frame, its ref count word and its frame words.
     ///
     /// Bounded: it retries only when another CPU reserved in between, and
     /// gives up as soon as the record or the words would exceed the limits.
-    fn reserve(&self, depth: usize) -> Option<usize> {
+    fn reserve(&self, depth: usize) -> Option<(usize, &Word, &[Word])> {
         let mut used = self.used.0.load(Relaxed);
         loop {
-            let (records, words) = (used >> 32, used as u32 as usize);
-            if records >= self.capacity() as u64 || words + 1 + depth > self.arena.len() {
+            let (records, start) = (used >> 32, used as u32 as usize);
+            if records >= self.capacity() as u64 {
                 return None;
             }
-            let next = ((records + 1) << 32) | (words + 1 + depth) as u64;
+            let record = self.arena.get(start..)?.get(..=depth)?;
+            // `start` and the record's length are within the arena: their sum
+            // cannot wrap.
+            let next = ((records + 1) << 32) | (start as u64).wrapping_add(record.len() as u64);
+            let (count, words) = record.split_first()?;
             // ORDERING: Relaxed: the reservation only hands out disjoint
             // ranges; publication is ordered by the record's Release store.
             match self.used.0.cmpxchg(used, next, Relaxed) {
-                Ok(_) => return Some(words),
+                Ok(_) => return Some((start + 1, count, words)),
                 Err(current) => used = current,
             }
         }
     }
 
-    /// Returns the ref count of the record whose count word is at `start`.
+    /// Returns the ref count and the frames of the record of `depth` frames
+    /// whose first frame is at arena index `first`.
     ///
-    /// # Safety
-    ///
-    /// As for [`Table::frames`], for as long as the returned reference is
-    /// used.
-    unsafe fn refs(&self, start: usize) -> &Atomic<u64> {
-        // SAFETY: The word is valid and aligned for as long as `self`. Per
-        // the safety requirements its record is published, and a published
-        // ref count word is only accessed through this atomic: its one plain
-        // write in `claim()` happens before the publication.
-        unsafe { Atomic::from_ptr(self.arena[start].as_ptr()) }
-    }
-
-    /// Returns the frames of the record whose count word is at `start`.
+    /// Returns `None` only if the record does not lie within the arena,
+    /// which a published record always does: one bounds check, and no panic
+    /// on the recording path should a slot ever be corrupted.
     ///
     /// # Safety
     ///
     /// The record must have been published in the current generation, as
     /// seen by an Acquire load of its slot after [`Table::open`] returned
     /// the generation, all within an RCU read-side critical section that
-    /// outlives the returned slice.
-    unsafe fn frames(&self, start: usize, depth: usize) -> &[u64] {
-        let words = self.arena.get(start + 1..start + 1 + depth).unwrap_or(&[]);
-        // SAFETY: Per the safety requirements the frames were written before
-        // their publication, and no reset can let a claimer reuse them before
-        // the critical section ends.
-        unsafe { Word::values(words) }
-    }
-
-    /// Compares the frames of a record with `frames`.
-    ///
-    /// Called once the 32-bit key and the depth matched, when the frames
-    /// differ about once in 2^32: the comparison folds the differences of
-    /// all frames together and tests once at the end, rather than
-    /// branching on every frame to stop early.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Table::frames`], for the duration of the call.
-    unsafe fn matches(&self, start: usize, frames: &[usize]) -> bool {
-        // SAFETY: Per the safety requirements.
-        let stored = unsafe { self.frames(start, frames.len()) };
-        stored.len() == frames.len()
-            && stored
-                .iter()
-                .zip(frames)
-                .fold(0, |diff, (&s, &f)| diff | (s ^ f as u64))
-                == 0
+    /// outlives the returned references.
+    #[inline]
+    unsafe fn record(&self, first: usize, depth: usize) -> Option<(&Atomic<u64>, &[u64])> {
+        let words = self.arena.get(first.checked_sub(1)?..first + depth)?;
+        let (count, frames) = words.split_first()?;
+        // SAFETY: The count word is valid and aligned for as long as `self`,
+        // and a published count word is only accessed through this atomic:
+        // its one plain write in `claim()` happens before the publication.
+        // The frames were written before the publication, and no reset can
+        // let a claimer reuse them before the critical section ends.
+        unsafe { Some((Atomic::from_ptr(count.as_ptr()), Word::values(frames))) }
     }
 
     /// Returns the stack in `slot` if the gate is open, the map is in
@@ -457,14 +461,17 @@ impl<H: StackHash> Table<H> {
             return None;
         }
         // ORDERING: Acquire pairs with the publishing Release in `claim()`.
-        let (start, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
+        let (first, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
             0 | RECORD_DEAD => return None,
             record => unpack(record),
         };
         // SAFETY: Published (Acquire above) after the gate was seen open,
         // within `_rcu`, which outlives the record.
-        let (refs, frames) = unsafe { (self.refs(start).load(Relaxed), self.frames(start, depth)) };
-        Some(Record { refs, frames })
+        let (refs, frames) = unsafe { self.record(first, depth) }?;
+        Some(Record {
+            refs: refs.load(Relaxed),
+            frames,
+        })
     }
 
     /// Copies the stack in `slot` of `generation` into `out` (as much of it
