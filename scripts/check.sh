@@ -92,6 +92,12 @@ CARGO_TARGET_DIR=$BUILD/cargo cargo_tests host "$BUILD/cargo-test.out" \
 CARGO_TARGET_DIR=$BUILD/miri \
 	cargo_tests miri "$BUILD/miri-test.out" cargo "+${MIRI_TOOLCHAIN:?}" miri test
 
+# No Rust panic, which is a BUG(), is reachable from the recording path.
+echo "check: scripts/panic-free.py"
+python3 "$ROOT/scripts/panic-free.py" llvm-objdump-19 "$OBJ/vmlinux" \
+	ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
+summary_args+=(--tap "panic-free=$BUILD/panic-free.out")
+
 # The series to send upstream: each file in one commit, checkpatch clean.
 echo "check: scripts/series.sh"
 "$ROOT/scripts/series.sh" "$TREE" "$BUILD/series" > "$BUILD/series.out" 2>&1

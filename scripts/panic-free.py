@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Check that the stackmap's recording path cannot panic.
+
+A Rust panic in the kernel is a BUG(), and ftrace_stackmap_lookup() runs
+for every stack ftrace records, in any context, NMI included: no slice
+index, arithmetic overflow or unwrap() on that path may be able to fail.
+This follows every direct call and tail call from the entry points through
+vmlinux and fails if any function it reaches is a panic or failure routine
+of the Rust core library, or if the path makes an indirect call that cannot
+be followed.
+
+Prints TAP, one case per entry point.
+
+Usage: panic-free.py OBJDUMP VMLINUX SYMBOL...
+"""
+
+import re
+import subprocess
+import sys
+
+# A direct call or jump (x86: call, jmp, jcc; arm64: bl, b, b.cc, cbz,
+# tbz, ...) to a function: `<symbol>`, not `<symbol+0x...>` inside one.
+TARGET = re.compile(r':\s+(call|j|bl?\b|b\.|cbn?z|tbn?z)\S*\s+\S+\s+<([^<>+]+)>\s*$')
+# A call or jump through a register or memory, not to a fixed address.
+INDIRECT = re.compile(r':\s+((call|jmp)q?\s+\*|blr\s|br\s)')
+# What a panic looks like once demangled: core::panicking::*,
+# core::slice::index::*_fail, core::option::unwrap_failed, ...
+PANIC = re.compile(r'panic|_fail(ed)?\b|rust_begin_unwind')
+
+
+def symbols(nm, vmlinux):
+    """Returns the start and end address of each function of `vmlinux`."""
+    out = subprocess.run([nm, '-S', vmlinux], capture_output=True, text=True,
+                         check=True).stdout
+    table = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[2] in 'tTwW':
+            start = int(fields[0], 16)
+            table[fields[3]] = (start, start + int(fields[1], 16))
+    return table
+
+
+def disassemble(objdump, vmlinux, span):
+    """Returns the instructions in `span` as a list of lines."""
+    out = subprocess.run([objdump, '-d', '--no-show-raw-insn',
+                          f'--start-address={span[0]:#x}',
+                          f'--stop-address={span[1]:#x}', vmlinux],
+                         capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if re.match(r'\s*[0-9a-f]+:', line)]
+
+
+def demangle(cxxfilt, name):
+    """Returns the demangled form of `name`."""
+    return subprocess.run([cxxfilt, name], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def walk(tools, vmlinux, table, root):
+    """Returns the functions reachable from `root`, demangled, and the
+    indirect branches found in them. A panic is not descended into."""
+    objdump, cxxfilt = tools
+    seen, reached, todo, indirect = set(), [], [root], []
+    while todo:
+        symbol = todo.pop()
+        if symbol in seen:
+            continue
+        seen.add(symbol)
+        if symbol not in table:
+            raise RuntimeError(f'{symbol}: no such function in {vmlinux}')
+        name = demangle(cxxfilt, symbol)
+        reached.append(name)
+        if PANIC.search(name):
+            continue
+        for line in disassemble(objdump, vmlinux, table[symbol]):
+            if INDIRECT.search(line):
+                indirect.append(f'{name}: {line.split(":", 1)[1].strip()}')
+            m = TARGET.search(line)
+            if m and m.group(2) != symbol:
+                todo.append(m.group(2))
+    return sorted(reached), indirect
+
+
+def main():
+    objdump, vmlinux, roots = sys.argv[1], sys.argv[2], sys.argv[3:]
+    cxxfilt = objdump.replace('objdump', 'cxxfilt')
+    table = symbols(objdump.replace('objdump', 'nm'), vmlinux)
+    print(f'1..{len(roots)}')
+    failed = 0
+    for n, root in enumerate(roots, 1):
+        try:
+            reached, indirect = walk((objdump, cxxfilt), vmlinux, table, root)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            print(f'not ok {n} {root} cannot panic # {e}')
+            failed += 1
+            continue
+        for name in reached:
+            print(f'# {root} reaches {name}')
+        for line in indirect:
+            print(f'# indirect branch in {line}')
+        panics = [name for name in reached if PANIC.search(name)]
+        if panics or indirect:
+            why = ', '.join(panics + ['an indirect branch'] * bool(indirect))
+            print(f'not ok {n} {root} cannot panic: it reaches {why}')
+            failed += 1
+        else:
+            print(f'ok {n} {root} cannot panic: {len(reached)} functions reached, '
+                  'no panic among them')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
