@@ -5,6 +5,7 @@
 #   make run                 boot into a shell in /sys/kernel/tracing
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
+#   make check DEBUG=1       the same on a kernel with lockdep and PROVE_RCU
 #   make bench               measure what the stackmap buys and costs
 #   make suite               the upstream ftrace selftests, stacks in full vs in the map
 #   make series              the patch series to send upstream, in build/series
@@ -26,12 +27,21 @@ include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
 export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN \
 		SERIES_BRANCH
 
-KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
-JOBS		?= $(shell nproc)
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
 IMAGE		:= $(BUILD)/bzImage
+
+# DEBUG=1: the same targets on a kernel with lockdep and PROVE_RCU, built
+# apart in build/obj-debug (a full build the first time).
+ifeq ($(DEBUG),1)
+OBJ		:= $(BUILD)/obj-debug
+FRAGMENTS	+= $(ROOT)/configs/debug.config
+IMAGE		:= $(BUILD)/bzImage-debug
+endif
+
 INITRAMFS	:= $(BUILD)/initramfs.cpio
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
+KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
+JOBS		?= $(shell nproc)
 
 .PHONY: all deps source install config kernel initramfs run check bench suite series series-build \
 	clean distclean
