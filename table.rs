@@ -193,8 +193,6 @@ struct Reservations(Atomic<u64>);
 
 /// The table and its arena.
 pub(crate) struct Table<H> {
-    /// `log2` of the number of stacks the arena is sized for.
-    bits: u32,
     /// The slots; their number is a power of two.
     slots: Storage<Slot>,
     /// Records: a ref count word, then the frames.
@@ -216,7 +214,6 @@ impl<H: StackHash> Table<H> {
         let slots = storage(1 << (bits + 1), || Slot(Atomic::new(0)))?;
         let arena = storage((1 << bits) * (1 + DESIGN_DEPTH), Word::new)?;
         Ok(Self {
-            bits,
             slots,
             arena,
             used: Reservations(Atomic::new(0)),
@@ -233,7 +230,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns `log2` of [`Self::capacity`].
     pub(crate) fn bits(&self) -> u32 {
-        self.bits
+        self.capacity().trailing_zeros()
     }
 
     /// Returns the number of slots.
@@ -393,9 +390,17 @@ impl<H: StackHash> Table<H> {
 
     /// Returns whether a record of `depth` frames would still fit.
     fn has_room(&self, depth: usize) -> bool {
-        let used = self.used.0.load(Relaxed);
-        (used >> 32) < self.capacity() as u64
-            && depth < self.arena.len().saturating_sub(used as u32 as usize)
+        self.room(self.used.0.load(Relaxed), depth).is_some()
+    }
+
+    /// Returns the words the next record, of `depth` frames, would take
+    /// after the reservations `used`, or `None` if the record or the words
+    /// would exceed the limits.
+    fn room(&self, used: u64, depth: usize) -> Option<&[Word]> {
+        if (used >> 32) >= self.capacity() as u64 {
+            return None;
+        }
+        self.arena.get(used as u32 as usize..)?.get(..=depth)
     }
 
     /// Reserves one record of `depth` frames; returns the arena index of its
@@ -406,11 +411,8 @@ impl<H: StackHash> Table<H> {
     fn reserve(&self, depth: usize) -> Option<(usize, &Word, &[Word])> {
         let mut used = self.used.0.load(Relaxed);
         loop {
+            let record = self.room(used, depth)?;
             let (records, start) = (used >> 32, used as u32 as usize);
-            if records >= self.capacity() as u64 {
-                return None;
-            }
-            let record = self.arena.get(start..)?.get(..=depth)?;
             // `start` and the record's length are within the arena: their sum
             // cannot wrap.
             let next = ((records + 1) << 32) | (start as u64).wrapping_add(record.len() as u64);
