@@ -64,9 +64,8 @@ pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>>
 /// A word of the frame arena.
 ///
 /// Plain memory, not an atomic: the table writes a word only while it owns
-/// it exclusively, and reads it only once its writes are published. Words
-/// that are updated concurrently (a record's ref count) are reached through
-/// [`Atomic::from_ptr`] and only ever accessed atomically while shared.
+/// it exclusively, and reads it only once its writes are published; nothing
+/// in the arena is updated concurrently (the ref counts live elsewhere).
 #[repr(transparent)]
 pub(crate) struct Word(UnsafeCell<u64>);
 

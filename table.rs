@@ -4,7 +4,8 @@
 //!
 //! A table of `2^(bits + 1)` slots indexes a frame arena sized for `2^bits`
 //! stacks of [`DESIGN_DEPTH`] frames. A stack is stored once, at its own
-//! length: one word for its ref count, then one word per frame. A slot is
+//! length, one word per frame; its ref count is in an array beside the
+//! slots, so that a hit writes no line that lookups read. A slot is
 //! one 64-bit word: the stack's 32-bit hash key, and its record (depth and
 //! arena index), so that one load tells a lookup whether to compare frames.
 //!
@@ -46,17 +47,21 @@ pub(crate) const BITS_MIN: u32 = 10;
 /// See [`BITS_MIN`].
 pub(crate) const BITS_MAX: u32 = 18;
 
-/// Bits of a slot's record that hold the arena index plus one; the depth is
-/// above them.
+/// Bits of a slot's record that hold the arena index of the first frame;
+/// the depth is above them.
 const INDEX_BITS: u32 = 24;
+
+/// Bit of a slot's record set once the record is published, so that a
+/// published record is never 0.
+const PUBLISHED: u32 = 1 << 31;
 
 /// The record of a slot whose claimer found no room in the arena.
 const RECORD_DEAD: u32 = u32::MAX;
 
-// Every arena index plus one fits below the depth, and a real record never
-// looks dead.
-const _: () = assert!((1 << BITS_MAX) * (1 + DESIGN_DEPTH) < 1 << INDEX_BITS);
-const _: () = assert!(MAX_DEPTH < (RECORD_DEAD >> INDEX_BITS) as usize);
+// Every arena index fits below the depth, every depth below the published
+// bit, and a real record never looks dead.
+const _: () = assert!((1 << BITS_MAX) * DESIGN_DEPTH <= 1 << INDEX_BITS);
+const _: () = assert!(MAX_DEPTH < ((RECORD_DEAD & !PUBLISHED) >> INDEX_BITS) as usize);
 
 /// Bit of [`Table::state`] set while a reset runs: the gate is closed.
 const CLOSED: u64 = 1;
@@ -136,16 +141,16 @@ fn key(hash: u64) -> u32 {
 }
 
 /// Packs the record of a stack of `depth` frames whose first frame is at
-/// arena index `first`, just after its ref count word: never 0.
+/// arena index `first`: never 0.
 fn pack(first: usize, depth: usize) -> u32 {
-    ((depth as u32) << INDEX_BITS) | first as u32
+    PUBLISHED | ((depth as u32) << INDEX_BITS) | first as u32
 }
 
 /// Unpacks a record: the arena index of its first frame, and its depth.
 fn unpack(record: u32) -> (usize, usize) {
     (
         (record & ((1 << INDEX_BITS) - 1)) as usize,
-        (record >> INDEX_BITS) as usize,
+        ((record & !PUBLISHED) >> INDEX_BITS) as usize,
     )
 }
 
@@ -195,7 +200,12 @@ struct Reservations(Atomic<u64>);
 pub(crate) struct Table<H> {
     /// The slots; their number is a power of two.
     slots: Storage<Slot>,
-    /// Records: a ref count word, then the frames.
+    /// How often the stack in each slot was recorded, indexed as `slots`:
+    /// set to 1 by the claimer before it publishes the record, then only
+    /// added to. Apart from the slots and the frames, so that the one line
+    /// a hit writes is not one that lookups on other CPUs read.
+    refs: Storage<Atomic<u64>>,
+    /// The frames of the stored stacks.
     arena: Storage<Word>,
     /// Reservations so far: records in the high half, arena words in the low.
     used: Reservations,
@@ -212,9 +222,11 @@ impl<H: StackHash> Table<H> {
             return Err(EINVAL);
         }
         let slots = storage(1 << (bits + 1), || Slot(Atomic::new(0)))?;
-        let arena = storage((1 << bits) * (1 + DESIGN_DEPTH), Word::new)?;
+        let refs = storage(slots.len(), || Atomic::new(0))?;
+        let arena = storage((1 << bits) * DESIGN_DEPTH, Word::new)?;
         Ok(Self {
             slots,
+            refs,
             arena,
             used: Reservations(Atomic::new(0)),
             state: Atomic::new(u64::from(generation) << 32),
@@ -238,9 +250,10 @@ impl<H: StackHash> Table<H> {
         self.slots.len()
     }
 
-    /// Returns the bytes the slot table and the arena occupy.
+    /// Returns the bytes the slots, the ref counts and the arena occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.len() * size_of::<Slot>() + self.arena.len() * size_of::<Word>()
+        self.slots.len() * (size_of::<Slot>() + size_of::<Atomic<u64>>())
+            + self.arena.len() * size_of::<Word>()
     }
 
     /// Returns the number of stacks stored in this generation.
@@ -307,7 +320,7 @@ impl<H: StackHash> Table<H> {
             // record in `claim()`: its frames are visible.
             let mut word = slot.0.load(Acquire);
             if word == 0 {
-                match self.claim(slot, key, frames) {
+                match self.claim(slot, index, key, frames) {
                     Ok(true) => return Ok(Found::Inserted(Cookie::new(generation, index as u32))),
                     Ok(false) => return Err(Fallback::Full),
                     // Lost the race for the slot: it may now hold this stack.
@@ -326,7 +339,8 @@ impl<H: StackHash> Table<H> {
                             // SAFETY: `record` was published in this
                             // generation (Acquire above) and the gate was open
                             // in `_rcu`.
-                            if let Some((refs, stored)) = unsafe { self.record(first, depth) } {
+                            let stored = unsafe { self.frames(first, depth) };
+                            if let (Some(stored), Some(refs)) = (stored, self.refs.get(index)) {
                                 if same(stored, frames) {
                                     refs.add(1, Relaxed);
                                     return Ok(Found::Hit(Cookie::new(generation, index as u32)));
@@ -343,7 +357,8 @@ impl<H: StackHash> Table<H> {
         Err(Fallback::Full)
     }
 
-    /// Claims the free `slot` for `frames` and publishes their record.
+    /// Claims the free `slot`, number `index`, for `frames` and publishes
+    /// their record.
     ///
     /// Returns `Ok(true)` once published, `Ok(false)` if the slot was
     /// claimed but the arena had no room, and `Err(())` if another CPU
@@ -352,35 +367,43 @@ impl<H: StackHash> Table<H> {
     /// Out of line: a stack is inserted once and then hit many times, and
     /// the hit path stays small enough to inline into the recorder's call.
     #[inline(never)]
-    fn claim(&self, slot: &Slot, key: u32, frames: &[usize]) -> core::result::Result<bool, ()> {
+    fn claim(
+        &self,
+        slot: &Slot,
+        index: usize,
+        key: u32,
+        frames: &[usize],
+    ) -> core::result::Result<bool, ()> {
         // Refuse before claiming when the arena is already full, so that a
         // full map does not also burn slots.
-        if !self.has_room(frames.len()) {
+        let (true, Some(refs)) = (self.has_room(frames.len()), self.refs.get(index)) else {
             return Ok(false);
-        }
+        };
         // ORDERING: Relaxed is enough: the claim publishes nothing, the
         // record is published by the Release store below.
         slot.0
             .cmpxchg(0, Slot::word(key, 0), Relaxed)
             .map_err(|_| ())?;
-        let Some((first, count, words)) = self.reserve(frames.len()) else {
+        let Some((first, words)) = self.reserve(frames.len()) else {
             // INVARIANT: The slot stays claimed but dead for the rest of the
             // generation, so that no lookup mistakes it for free and inserts
             // a second copy of a stack stored further along the probe chain.
             slot.0.store(Slot::word(key, RECORD_DEAD), Release);
             return Ok(false);
         };
-        // SAFETY: `reserve()` handed `count` and `words` to this call alone,
-        // and no reader reaches them before the Release store below publishes
-        // them; readers of the previous generation were waited for by the
-        // reset that cleared the reservations.
+        // SAFETY: `reserve()` handed `words` to this call alone, and no reader
+        // reaches them before the Release store below publishes them; readers
+        // of the previous generation were waited for by the reset that
+        // cleared the reservations.
         unsafe {
-            count.as_ptr().write(1);
             for (word, &frame) in words.iter().zip(frames) {
                 word.as_ptr().write(frame as u64);
             }
         }
-        // INVARIANT: Published once, after the frames.
+        // No hit counts on the slot before it is published, and the hits of
+        // past generations were waited for by the reset.
+        refs.store(1, Relaxed);
+        // INVARIANT: Published once, after the frames and the ref count.
         // ORDERING: Release orders the writes above before the publication,
         // pairs with the Acquire loads of the slot by readers.
         slot.0
@@ -400,34 +423,33 @@ impl<H: StackHash> Table<H> {
         if (used >> 32) >= self.capacity() as u64 {
             return None;
         }
-        self.arena.get(used as u32 as usize..)?.get(..=depth)
+        self.arena.get(used as u32 as usize..)?.get(..depth)
     }
 
     /// Reserves one record of `depth` frames; returns the arena index of its
-    /// first frame, its ref count word and its frame words.
+    /// first frame and its frame words.
     ///
     /// Bounded: it retries only when another CPU reserved in between, and
     /// gives up as soon as the record or the words would exceed the limits.
-    fn reserve(&self, depth: usize) -> Option<(usize, &Word, &[Word])> {
+    fn reserve(&self, depth: usize) -> Option<(usize, &[Word])> {
         let mut used = self.used.0.load(Relaxed);
         loop {
-            let record = self.room(used, depth)?;
+            let words = self.room(used, depth)?;
             let (records, start) = (used >> 32, used as u32 as usize);
             // `start` and the record's length are within the arena: their sum
             // cannot wrap.
-            let next = ((records + 1) << 32) | (start as u64).wrapping_add(record.len() as u64);
-            let (count, words) = record.split_first()?;
+            let next = ((records + 1) << 32) | (start as u64).wrapping_add(words.len() as u64);
             // ORDERING: Relaxed: the reservation only hands out disjoint
             // ranges; publication is ordered by the record's Release store.
             match self.used.0.cmpxchg(used, next, Relaxed) {
-                Ok(_) => return Some((start + 1, count, words)),
+                Ok(_) => return Some((start, words)),
                 Err(current) => used = current,
             }
         }
     }
 
-    /// Returns the ref count and the frames of the record of `depth` frames
-    /// whose first frame is at arena index `first`.
+    /// Returns the frames of the record of `depth` frames whose first frame
+    /// is at arena index `first`.
     ///
     /// Returns `None` only if the record does not lie within the arena,
     /// which a published record always does: one bounds check, and no panic
@@ -440,15 +462,12 @@ impl<H: StackHash> Table<H> {
     /// the generation, all within an RCU read-side critical section that
     /// outlives the returned references.
     #[inline]
-    unsafe fn record(&self, first: usize, depth: usize) -> Option<(&Atomic<u64>, &[u64])> {
-        let words = self.arena.get(first.checked_sub(1)?..first + depth)?;
-        let (count, frames) = words.split_first()?;
-        // SAFETY: The count word is valid and aligned for as long as `self`,
-        // and a published count word is only accessed through this atomic:
-        // its one plain write in `claim()` happens before the publication.
-        // The frames were written before the publication, and no reset can
-        // let a claimer reuse them before the critical section ends.
-        unsafe { Some((Atomic::from_ptr(count.as_ptr()), Word::values(frames))) }
+    unsafe fn frames(&self, first: usize, depth: usize) -> Option<&[u64]> {
+        let words = self.arena.get(first..first + depth)?;
+        // SAFETY: The frames were written before the publication, and no
+        // reset can let a claimer reuse them before the critical section
+        // ends.
+        Some(unsafe { Word::values(words) })
     }
 
     /// Returns the stack in `slot` if the gate is open, the map is in
@@ -469,9 +488,9 @@ impl<H: StackHash> Table<H> {
         };
         // SAFETY: Published (Acquire above) after the gate was seen open,
         // within `_rcu`, which outlives the record.
-        let (refs, frames) = unsafe { self.record(first, depth) }?;
+        let frames = unsafe { self.frames(first, depth) }?;
         Some(Record {
-            refs: refs.load(Relaxed),
+            refs: self.refs.get(slot)?.load(Relaxed),
             frames,
         })
     }

@@ -178,19 +178,22 @@ mod cases {
         let map = map(BITS_MIN);
         let capacity = map.table().capacity();
         // Stacks of MAX_DEPTH frames fill the arena long before the table.
-        let fit = capacity * (1 + DESIGN_DEPTH) / (1 + MAX_DEPTH);
+        // The last one is two frames short: two words stay free.
+        let fit = capacity * DESIGN_DEPTH / MAX_DEPTH;
+        let depth = |id| MAX_DEPTH - 2 * usize::from(id == fit - 1);
         let mut cookies = KVec::new();
         for id in 0..fit {
-            let c = lookup(&map, &stack(id, MAX_DEPTH)).expect("fits").cookie();
+            let c = lookup(&map, &stack(id, depth(id))).expect("fits").cookie();
             cookies.push(c, GFP_KERNEL).expect("alloc");
         }
         assert_eq!(lookup(&map, &stack(fit, MAX_DEPTH)), Err(Fallback::Full));
+        assert_eq!(lookup(&map, &stack(fit + 1, 3)), Err(Fallback::Full));
         // A shallow stack still fits in what is left.
-        assert!(lookup(&map, &stack(fit + 1, 2)).is_ok());
+        assert!(lookup(&map, &stack(fit + 2, 2)).is_ok());
         for (id, c) in cookies.iter().enumerate() {
             assert_eq!(
                 resolve(&map, *c).expect("resolves")[..],
-                stack(id, MAX_DEPTH)[..]
+                stack(id, depth(id))[..]
             );
         }
         assert!(map.table().arena_bytes_used() <= map.table().memory_bytes());
@@ -368,16 +371,16 @@ mod cases {
             let before = table.arena_bytes_used();
             lookup(&map, &stack(depth, depth)).expect("insert");
             let bytes = table.arena_bytes_used() - before;
-            // The record: a header word and one word per frame.
-            assert_eq!(bytes, 8 * depth + 8);
-            assert!(bytes <= 8 * depth + 16);
+            // The record: one word per frame. With its slot and its ref
+            // count, 16 bytes more.
+            assert_eq!(bytes, 8 * depth);
         }
-        // The slot table's share: two 8-byte slots per stack of capacity.
-        let share =
-            (table.memory_bytes() - table.capacity() * (1 + DESIGN_DEPTH) * 8) / table.capacity();
-        assert_eq!(share, 16);
+        // The share of the slots and ref counts: two of each, 8 bytes each,
+        // per stack of capacity.
+        let share = (table.memory_bytes() - table.capacity() * DESIGN_DEPTH * 8) / table.capacity();
+        assert_eq!(share, 32);
         pr_info!(
-            "stackmap: depth d costs 8 * d + 8 bytes of arena plus {} bytes of slot table; \
+            "stackmap: depth d costs 8 * d bytes of arena plus {} bytes of slots and ref counts; \
              bits {}: {} bytes for {} stacks\n",
             share,
             table.bits(),

@@ -152,10 +152,11 @@ def main():
         recorded = sum(m.get(k, 0) for k in ("hits", "inserts", "fallback_full",
                                               "fallback_busy", "fallback_depth",
                                               "fallback_reset"))
-        # A stored stack owns its record (8 * depth + 8) and its slot (8);
-        # the footprint also counts what is preallocated and unused.
-        depth = (m["stack_bytes"] / stacks - 8) / 8
-        per_stack = m["stack_bytes"] / stacks + 8
+        # A stored stack owns its frames (8 * depth), its slot (8) and its
+        # ref count (8); the footprint also counts what is preallocated and
+        # unused.
+        depth = m["stack_bytes"] / stacks / 8
+        per_stack = m["stack_bytes"] / stacks + 16
         budget = 8 * depth + 16
         footprint = m["memory_bytes"] / stacks
         result["memory"][w] = {"stacks": stacks, "avg_depth": depth,

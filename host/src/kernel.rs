@@ -250,18 +250,6 @@ pub mod sync {
                 Self(AtomicU64::new(v), core::marker::PhantomData)
             }
 
-            /// Views the `u64` at `ptr` as an atomic.
-            ///
-            /// # Safety
-            ///
-            /// As for [`AtomicU64::from_ptr`].
-            #[inline]
-            pub unsafe fn from_ptr<'a>(ptr: *mut u64) -> &'a Self {
-                // SAFETY: `Atomic<u64>` is a transparent `AtomicU64`, which
-                // the caller may create at `ptr`.
-                unsafe { &*ptr.cast::<Self>() }
-            }
-
             /// Loads the value.
             #[inline]
             pub fn load<O: AcquireOrRelaxed>(&self, _: O) -> u64 {
