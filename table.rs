@@ -58,9 +58,10 @@ const PUBLISHED: u32 = 1 << 31;
 /// The record of a slot whose claimer found no room in the arena.
 const RECORD_DEAD: u32 = u32::MAX;
 
-// Every arena index fits below the depth, every depth below the published
-// bit, and a real record never looks dead.
-const _: () = assert!((1 << BITS_MAX) * DESIGN_DEPTH <= 1 << INDEX_BITS);
+// Every arena index, up to the arena's length (where a record of no frames
+// may start), fits below the depth, every depth below the published bit,
+// and a real record never looks dead.
+const _: () = assert!((1 << BITS_MAX) * DESIGN_DEPTH < 1 << INDEX_BITS);
 const _: () = assert!(MAX_DEPTH < ((RECORD_DEAD & !PUBLISHED) >> INDEX_BITS) as usize);
 
 /// Bit of [`Table::state`] set while a reset runs: the gate is closed.
