@@ -58,8 +58,26 @@ wrapped() {
 	done
 }
 
-# history WORKLOAD SETUP WORK: trace WORK into a 1 MiB-per-CPU buffer with
-# and without the stackmap, at the same time.
+# on_each_cpu WORK: run WORK on every online CPU at once, each copy pinned
+# to its CPU. Every CPU's buffer then fills at the same steady rate, so the
+# span a buffer covers is the workload's own: left to the scheduler, which
+# CPU a burst of events lands on changes from run to run, and so did the
+# spans, by up to 1.7x between runs with the same entries retained.
+on_each_cpu() {
+	cpu=0
+	while [ $cpu -lt `nproc` ]; do
+		(
+			read pid _ < /proc/self/stat
+			taskset -p -c $cpu $pid > /dev/null
+			$1
+		) &
+		cpu=$((cpu + 1))
+	done
+	wait
+}
+
+# history WORKLOAD SETUP WORK: trace WORK, on every CPU, into a 1 MiB-per-CPU
+# buffer with and without the stackmap, at the same time.
 history() {
 	w=$1 setup=$2 work=$3
 	for m in off on; do
@@ -75,7 +93,7 @@ history() {
 	# Until both buffers wrapped, so that each holds what it can hold.
 	rounds=0
 	while [ $rounds -lt 40 ] && ! wrapped instances/bench-on; do
-		$work
+		on_each_cpu $work
 		rounds=$((rounds + 1))
 	done
 	emit history $w on rounds $rounds
