@@ -25,6 +25,7 @@ mod cookie;
 pub mod ffi;
 mod hash;
 mod platform;
+mod refs;
 mod reset;
 mod stats;
 mod table;

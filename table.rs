@@ -4,10 +4,10 @@
 //!
 //! A table of `2^(bits + 1)` slots indexes a frame arena sized for `2^bits`
 //! stacks of [`DESIGN_DEPTH`] frames. A stack is stored once, at its own
-//! length, one word per frame; its ref count is in an array beside the
-//! slots, so that a hit writes no line that lookups read. A slot is
-//! one 64-bit word: the stack's 32-bit hash key, and its record (depth and
-//! arena index), so that one load tells a lookup whether to compare frames.
+//! length, one word per frame; its ref count is kept apart ([`Refs`]), so
+//! that a hit writes no line that lookups read. A slot is one 64-bit word:
+//! the stack's 32-bit hash key, and its record (depth and arena index), so
+//! that one load tells a lookup whether to compare frames.
 //!
 //! Insertion never waits for another CPU. A slot is claimed by a cmpxchg of
 //! its key from 0 (free) to the stack's hash key; the claimer then reserves
@@ -30,6 +30,7 @@ use crate::{
     platform::{
         rcu_read_lock, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
     },
+    refs::Refs,
 };
 use kernel::prelude::*;
 
@@ -203,9 +204,9 @@ pub(crate) struct Table<H> {
     slots: Storage<Slot>,
     /// How often the stack in each slot was recorded, indexed as `slots`:
     /// set to 1 by the claimer before it publishes the record, then only
-    /// added to. Apart from the slots and the frames, so that the one line
-    /// a hit writes is not one that lookups on other CPUs read.
-    refs: Storage<Atomic<u64>>,
+    /// added to. Apart from the slots and the frames, so that no line a hit
+    /// writes is one that lookups on other CPUs read.
+    refs: Refs,
     /// The frames of the stored stacks.
     arena: Storage<Word>,
     /// Reservations so far: records in the high half, arena words in the low.
@@ -223,7 +224,7 @@ impl<H: StackHash> Table<H> {
             return Err(EINVAL);
         }
         let slots = storage(1 << (bits + 1), || Slot(Atomic::new(0)))?;
-        let refs = storage(slots.len(), || Atomic::new(0))?;
+        let refs = Refs::new(slots.len())?;
         let arena = storage((1 << bits) * DESIGN_DEPTH, Word::new)?;
         Ok(Self {
             slots,
@@ -253,7 +254,8 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the bytes the slots, the ref counts and the arena occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.len() * (size_of::<Slot>() + size_of::<Atomic<u64>>())
+        self.slots.len() * size_of::<Slot>()
+            + self.refs.memory_bytes()
             + self.arena.len() * size_of::<Word>()
     }
 
@@ -341,11 +343,9 @@ impl<H: StackHash> Table<H> {
                             // generation (Acquire above) and the gate was open
                             // in `_rcu`.
                             let stored = unsafe { self.frames(first, depth) };
-                            if let (Some(stored), Some(refs)) = (stored, self.refs.get(index)) {
-                                if same(stored, frames) {
-                                    refs.add(1, Relaxed);
-                                    return Ok(Found::Hit(Cookie::new(generation, index as u32)));
-                                }
+                            if stored.is_some_and(|stored| same(stored, frames)) {
+                                self.refs.hit(index);
+                                return Ok(Found::Hit(Cookie::new(generation, index as u32)));
                             }
                         }
                     }
@@ -377,9 +377,9 @@ impl<H: StackHash> Table<H> {
     ) -> core::result::Result<bool, ()> {
         // Refuse before claiming when the arena is already full, so that a
         // full map does not also burn slots.
-        let (true, Some(refs)) = (self.has_room(frames.len()), self.refs.get(index)) else {
+        if !self.has_room(frames.len()) {
             return Ok(false);
-        };
+        }
         // ORDERING: Relaxed is enough: the claim publishes nothing, the
         // record is published by the Release store below.
         slot.0
@@ -403,7 +403,7 @@ impl<H: StackHash> Table<H> {
         }
         // No hit counts on the slot before it is published, and the hits of
         // past generations were waited for by the reset.
-        refs.store(1, Relaxed);
+        self.refs.set_first(index);
         // INVARIANT: Published once, after the frames and the ref count.
         // ORDERING: Release orders the writes above before the publication,
         // pairs with the Acquire loads of the slot by readers.
@@ -491,7 +491,7 @@ impl<H: StackHash> Table<H> {
         // within `_rcu`, which outlives the record.
         let frames = unsafe { self.frames(first, depth) }?;
         Some(Record {
-            refs: self.refs.get(slot)?.load(Relaxed),
+            refs: self.refs.read(slot),
             frames,
         })
     }
@@ -542,6 +542,7 @@ impl<H: StackHash> Table<H> {
             // INVARIANT: The gate is closed and no recorder is inside.
             slot.0.store(0, Relaxed);
         }
+        self.refs.clear();
         self.used.0.store(0, Relaxed);
     }
 

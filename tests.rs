@@ -11,6 +11,7 @@ mod cases {
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
+        refs::{Refs, PENDING},
         table::{home, Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
         StackMap,
     };
@@ -93,6 +94,15 @@ mod cases {
         Some(out)
     }
 
+    /// Returns the ref count of the stack of `cookie`.
+    fn refs<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<u64> {
+        let mut frames = [0usize; MAX_DEPTH];
+        let (refs, _) =
+            map.table()
+                .copy_slot(cookie.slot() as usize, cookie.generation(), &mut frames)?;
+        Some(refs)
+    }
+
     #[test]
     fn equal_stacks_share_one_cookie() {
         // The constructor ftrace uses, with a random seed.
@@ -105,16 +115,37 @@ mod cases {
             assert_eq!(again, Found::Hit(first.cookie()));
         }
         assert_eq!(map.table().entries(), 1);
-        let mut frames = [0usize; MAX_DEPTH];
-        let (refs, _) = map
-            .table()
-            .copy_slot(
-                first.cookie().slot() as usize,
-                first.cookie().generation(),
-                &mut frames,
-            )
-            .expect("resolves");
-        assert_eq!(refs, 6);
+        assert_eq!(refs(&map, first.cookie()), Some(6));
+    }
+
+    #[test]
+    fn ref_counts_add_up_when_stacks_take_each_others_entries() {
+        let refs = Refs::new(4 * PENDING).expect("alloc");
+        // Two slots that share each CPU's entry, hit in turn: `a` takes the
+        // free entry, `b` counts on its shared count until it has counted
+        // enough there to take the entry, then `a` does, and so on.
+        let (a, b) = (3, 3 + PENDING);
+        refs.set_first(a);
+        refs.set_first(b);
+        for _ in 0..300 {
+            refs.hit(a);
+            refs.hit(b);
+        }
+        for _ in 0..5 {
+            refs.hit(a);
+        }
+        assert_eq!(refs.read(a), 306);
+        assert_eq!(refs.read(b), 301);
+        // A slot that shares no entry with them counts apart.
+        refs.set_first(a + 1);
+        assert_eq!(refs.read(a + 1), 1);
+        // A reset empties the entries: the next stack in slot `a` starts
+        // from its own first count, whatever the old one left behind.
+        refs.clear();
+        refs.set_first(a);
+        assert_eq!(refs.read(a), 1);
+        refs.hit(a);
+        assert_eq!(refs.read(a), 2);
     }
 
     #[test]
@@ -261,6 +292,9 @@ mod cases {
         let map = map(BITS_MIN);
         let old = lookup(&map, &stack(7, 10)).expect("insert").cookie();
         assert_eq!(old.generation(), FIRST_GENERATION);
+        for _ in 0..3 {
+            assert_eq!(lookup(&map, &stack(7, 10)), Ok(Found::Hit(old)));
+        }
         map.reset();
         assert_eq!(map.table().generation(), FIRST_GENERATION + 1);
         assert_eq!(map.table().entries(), 0);
@@ -272,6 +306,8 @@ mod cases {
         assert!(matches!(new, Found::Inserted(_)));
         assert_eq!(new.cookie().generation(), FIRST_GENERATION + 1);
         assert_ne!(new.cookie(), old);
+        // The old generation's hits do not count for it.
+        assert_eq!(refs(&map, new.cookie()), Some(1));
         assert!(resolve(&map, old).is_none());
         assert_eq!(
             resolve(&map, new.cookie()).expect("resolves")[..],
@@ -376,8 +412,10 @@ mod cases {
             assert_eq!(bytes, 8 * depth);
         }
         // The share of the slots and ref counts: two of each, 8 bytes each,
-        // per stack of capacity.
-        let share = (table.memory_bytes() - table.capacity() * DESIGN_DEPTH * 8) / table.capacity();
+        // per stack of capacity. The CPUs' caches of ref counts come on top.
+        let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
+        let arena = table.capacity() * DESIGN_DEPTH * 8;
+        let share = (table.memory_bytes() - caches - arena) / table.capacity();
         assert_eq!(share, 32);
         pr_info!(
             "stackmap: depth d costs 8 * d bytes of arena plus {} bytes of slots and ref counts; \
@@ -468,6 +506,16 @@ mod cases {
             t.hits + t.inserts + t.fallbacks(),
             (2 * ROUNDS * STACKS) as u64
         );
+        // Each stack's count, kept partly in the entries of the CPUs that
+        // hit it, adds up to what was found or inserted.
+        let mut sum = 0;
+        let mut slot = 0;
+        while let Some(s) = table.next_populated(slot) {
+            let cookie = Cookie::new(table.generation(), s as u32);
+            sum += refs(&map, cookie).expect("resolves");
+            slot = s + 1;
+        }
+        assert_eq!(sum, t.hits + t.inserts);
     }
 
     #[test]

@@ -27,6 +27,9 @@ mod hash;
 #[path = "../../platform.rs"]
 mod platform;
 #[allow(dead_code)]
+#[path = "../../refs.rs"]
+mod refs;
+#[allow(dead_code)]
 #[path = "../../stats.rs"]
 mod stats;
 #[allow(dead_code)]

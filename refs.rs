@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ref counts: how often each stored stack was recorded in the generation.
+//!
+//! Every hit adds one to its stack's count. Were that an atomic add to a
+//! count shared by all CPUs, it would be the one line a hit writes that
+//! other CPUs write too, and a stack recorded on every CPU (the idle loop's
+//! sched_switch, a lock taken everywhere) would move that line from CPU to
+//! CPU on each hit. So each CPU also keeps the counts of the stacks it hits
+//! in a cache of its own, [`PENDING`] entries picked by slot number, and
+//! adds an entry's count to the shared count only when another stack takes
+//! the entry. A hit on a stack that holds its entry writes nothing that
+//! another CPU writes. A stack whose entry another stack holds counts on
+//! the shared count, and takes the entry when it is free or every
+//! [`TAKE_EVERY`] shared counts: a stack hit often soon holds its entry,
+//! and stacks hit in turn that share an entry do not trade it on every
+//! hit.
+//!
+//! An entry is one word, the slot number plus one in the high half and the
+//! count in the low half, updated with a cmpxchg: an interrupt or NMI that
+//! updates the same entry in the middle of a hit makes the hit's cmpxchg
+//! fail instead of being overwritten, and the hit then counts on the shared
+//! count. The cmpxchg is atomic, not a `this_cpu` operation, so that it is
+//! NMI-safe on every architecture and stays right if the caller moves to
+//! another CPU in between.
+//!
+//! A count moves from an entry to the shared count, never back. A reader
+//! loads the shared count before the entries, so it never counts a hit
+//! twice; it may miss the hits being moved meanwhile. Once the recorders
+//! stop, the counts it reads are exact.
+
+use crate::platform::{storage, Acquire, Atomic, Relaxed, Release, Storage};
+use kernel::{
+    cpu::{nr_cpu_ids, CpuId},
+    prelude::*,
+};
+
+/// Number of entries each CPU keeps.
+pub(crate) const PENDING: usize = 64;
+
+/// A stack takes an entry that another stack holds on every this many
+/// counts added to its shared count.
+const TAKE_EVERY: u64 = 64;
+
+/// The bits of an entry that hold its count.
+const COUNT: u64 = u32::MAX as u64;
+
+/// One CPU's entries, on cache lines of their own (two at a time, for CPUs
+/// that fetch lines in pairs).
+#[repr(align(128))]
+struct Pending([Atomic<u64>; PENDING]);
+
+/// Returns the high half of the entries that count for `slot`: never 0,
+/// which marks a free entry.
+#[inline]
+fn tag(slot: usize) -> u64 {
+    (slot as u64).wrapping_add(1) << 32
+}
+
+/// The ref counts of a table's slots.
+///
+/// # Invariants
+///
+/// - An entry is 0 or `tag(slot) | count` for a slot of the table.
+/// - An entry counts for a slot only once that slot's shared count was set
+///   by [`Refs::set_first`] in the current generation: only hits, which
+///   come after the slot's publication, fill entries, and [`Refs::clear`]
+///   empties them all between generations.
+pub(crate) struct Refs {
+    /// Per slot: the counts moved out of the entries, and the first count.
+    shared: Storage<Atomic<u64>>,
+    /// Per possible CPU id.
+    pending: Storage<Pending>,
+}
+
+impl Refs {
+    /// Allocates the counts of `slots` slots.
+    pub(crate) fn new(slots: usize) -> Result<Self> {
+        Ok(Self {
+            shared: storage(slots, || Atomic::new(0))?,
+            pending: storage(nr_cpu_ids() as usize, || {
+                Pending([const { Atomic::new(0) }; PENDING])
+            })?,
+        })
+    }
+
+    /// Returns the bytes the counts occupy.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.shared.len() * size_of::<Atomic<u64>>() + self.pending.len() * size_of::<Pending>()
+    }
+
+    /// Sets the count of `slot` to 1: its stack was just inserted.
+    ///
+    /// Called before the slot is published: no hit counts on it yet.
+    #[inline]
+    pub(crate) fn set_first(&self, slot: usize) {
+        if let Some(shared) = self.shared.get(slot) {
+            shared.store(1, Relaxed);
+        }
+    }
+
+    /// Adds one to the count of `slot`, whose stack was found.
+    ///
+    /// Always inlined into the lookup, like the rest of a hit.
+    #[inline(always)]
+    pub(crate) fn hit(&self, slot: usize) {
+        let Some(shared) = self.shared.get(slot) else {
+            return;
+        };
+        let Some(pending) = self.pending.get(CpuId::current().as_u32() as usize) else {
+            shared.add(1, Relaxed);
+            return;
+        };
+        let entry = &pending.0[slot % PENDING];
+        let old = entry.load(Relaxed);
+        if old & !COUNT == tag(slot) && old & COUNT != COUNT {
+            // ORDERING: Relaxed: the entry publishes nothing; a count that
+            // leaves it is ordered by the Release in `flush()`.
+            if entry.cmpxchg(old, old.wrapping_add(1), Relaxed).is_ok() {
+                return;
+            }
+            // Changed by an interrupt or NMI since the load above.
+        }
+        // Not this stack's entry: count on the shared count, and take the
+        // entry if it is free, or on every `TAKE_EVERY`-th shared count, so
+        // that a stack hit often takes its entry from a stack hit rarely,
+        // while stacks that share an entry and are hit in turn do not trade
+        // it on every hit.
+        let before = shared.fetch_add(1, Relaxed);
+        if old == 0 || before.wrapping_add(1) % TAKE_EVERY == 0 {
+            // ORDERING: Relaxed, as above; the count it takes leaves with
+            // the Release in `flush()`.
+            if entry.cmpxchg(old, tag(slot), Relaxed).is_ok() {
+                self.flush(old);
+            }
+        }
+    }
+
+    /// Moves the count of `entry`, just taken from a CPU's cache, to the
+    /// shared count of its slot.
+    #[inline]
+    fn flush(&self, entry: u64) {
+        let Some(slot) = ((entry >> 32) as usize).checked_sub(1) else {
+            return;
+        };
+        if let Some(shared) = self.shared.get(slot) {
+            // ORDERING: Release pairs with the Acquire in `read()`: a reader
+            // that sees the count here no longer sees it in the entry.
+            shared.fetch_add(entry & COUNT, Release);
+        }
+    }
+
+    /// Returns the count of `slot`.
+    ///
+    /// Exact when no recorder is counting; otherwise it may miss the hits
+    /// in flight, and never counts one twice.
+    pub(crate) fn read(&self, slot: usize) -> u64 {
+        // ORDERING: Acquire pairs with the Release in `flush()`, and keeps
+        // the loads of the entries below after this one.
+        let shared = self
+            .shared
+            .get(slot)
+            .map_or(0, |shared| shared.load(Acquire));
+        self.pending
+            .iter()
+            .map(|pending| pending.0[slot % PENDING].load(Relaxed))
+            .filter(|&entry| entry & !COUNT == tag(slot))
+            .fold(shared, |sum, entry| sum.saturating_add(entry & COUNT))
+    }
+
+    /// Empties every CPU's entries; part of a reset.
+    ///
+    /// Must run while the table's gate is closed and no recorder is inside.
+    pub(crate) fn clear(&self) {
+        for entry in self.pending.iter().flat_map(|pending| &pending.0) {
+            entry.store(0, Relaxed);
+        }
+    }
+}
