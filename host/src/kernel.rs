@@ -143,8 +143,13 @@ pub mod percpu {
         (0..NR_CPUS).filter_map(CpuId::from_u32)
     }
 
+    /// One CPU's counters, on cache lines of their own as in the per-CPU
+    /// areas of the kernel.
+    #[repr(align(128))]
+    struct Counters<const N: usize>([AtomicU64; N]);
+
     /// `N` counters per CPU.
-    pub struct PerCpuCounters<const N: usize>(VVec<[AtomicU64; N]>);
+    pub struct PerCpuCounters<const N: usize>(VVec<Counters<N>>);
 
     impl<const N: usize> PerCpuCounters<N> {
         /// Allocates counters for every CPU, all 0.
@@ -152,7 +157,7 @@ pub mod percpu {
             let mut cpus = VVec::with_capacity(NR_CPUS as usize, flags)?;
             for _ in 0..NR_CPUS {
                 // Within the capacity just allocated.
-                let _ = cpus.push_within_capacity([const { AtomicU64::new(0) }; N]);
+                let _ = cpus.push_within_capacity(Counters([const { AtomicU64::new(0) }; N]));
             }
             Ok(Self(cpus))
         }
@@ -164,7 +169,7 @@ pub mod percpu {
         #[inline]
         pub fn add(&self, index: usize, value: u64) {
             let cpu = CpuId::current().as_u32() as usize;
-            if let Some(counter) = self.0[cpu].get(index) {
+            if let Some(counter) = self.0[cpu].0.get(index) {
                 counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
             }
         }
@@ -172,6 +177,7 @@ pub mod percpu {
         /// Returns counter `index` of `cpu`.
         pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
             self.0[cpu.as_u32() as usize]
+                .0
                 .get(index)
                 .map_or(0, |counter| counter.load(Relaxed))
         }
