@@ -162,7 +162,7 @@ pub unsafe extern "C" fn ftrace_stackmap_resolve(
         .table()
         .copy_slot(cookie.slot() as usize, cookie.generation(), out)
     {
-        Some((_, depth)) => depth.min(out.len()) as c_int,
+        Some(depth) => depth.min(out.len()) as c_int,
         None => ENOENT.to_errno(),
     }
 }

@@ -174,13 +174,22 @@ fn same(stored: &[u64], frames: &[usize]) -> bool {
 
 /// A stack read back from the table.
 pub(crate) struct Record<'a> {
-    /// How often the stack was recorded in this generation.
-    pub(crate) refs: u64,
+    /// The slot of the stack.
+    slot: usize,
+    /// The ref counts of the table.
+    refs: &'a Refs,
     /// The frames, in the arena.
     frames: &'a [u64],
 }
 
 impl Record<'_> {
+    /// Returns how often the stack was recorded in this generation.
+    ///
+    /// Adds up every CPU's count, so only readers that show it call it.
+    pub(crate) fn refs(&self) -> u64 {
+        self.refs.read(self.slot)
+    }
+
     /// Returns the number of frames.
     pub(crate) fn depth(&self) -> usize {
         self.frames.len()
@@ -491,13 +500,14 @@ impl<H: StackHash> Table<H> {
         // within `_rcu`, which outlives the record.
         let frames = unsafe { self.frames(first, depth) }?;
         Some(Record {
-            refs: self.refs.read(slot),
+            slot,
+            refs: &self.refs,
             frames,
         })
     }
 
     /// Copies the stack in `slot` of `generation` into `out` (as much of it
-    /// as fits); returns its ref count and depth.
+    /// as fits); returns its depth.
     ///
     /// Returns `None` if the slot holds no published stack, or `generation`
     /// is not the current one or is being reset away. Safe in any context.
@@ -506,13 +516,23 @@ impl<H: StackHash> Table<H> {
         slot: usize,
         generation: u32,
         out: &mut [usize],
-    ) -> Option<(u64, usize)> {
+    ) -> Option<usize> {
         let guard = rcu_read_lock();
         let record = self.slot(slot, generation, ReadSection::new(&guard))?;
         for (dst, frame) in out.iter_mut().zip(record.frames()) {
             *dst = frame;
         }
-        Some((record.refs, record.depth()))
+        Some(record.depth())
+    }
+
+    /// Returns the ref count of the stack in `slot` of `generation`, with
+    /// the same `None` cases as [`Table::copy_slot`].
+    pub(crate) fn refs(&self, slot: usize, generation: u32) -> Option<u64> {
+        let guard = rcu_read_lock();
+        Some(
+            self.slot(slot, generation, ReadSection::new(&guard))?
+                .refs(),
+        )
     }
 
     /// Returns the first slot at or after `slot` that holds a published

@@ -85,7 +85,7 @@ mod cases {
     /// read-side critical section, in which nothing may sleep).
     fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
         let mut frames = [0usize; MAX_DEPTH];
-        let (_, depth) =
+        let depth =
             map.table()
                 .copy_slot(cookie.slot() as usize, cookie.generation(), &mut frames)?;
         let mut out = KVec::new();
@@ -96,11 +96,8 @@ mod cases {
 
     /// Returns the ref count of the stack of `cookie`.
     fn refs<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<u64> {
-        let mut frames = [0usize; MAX_DEPTH];
-        let (refs, _) =
-            map.table()
-                .copy_slot(cookie.slot() as usize, cookie.generation(), &mut frames)?;
-        Some(refs)
+        map.table()
+            .refs(cookie.slot() as usize, cookie.generation())
     }
 
     #[test]

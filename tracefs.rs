@@ -48,7 +48,13 @@ pub(crate) fn show_slot(
     format: Format,
 ) -> bool {
     let mut frames = [0usize; MAX_DEPTH];
-    let Some((refs, depth)) = map.table().copy_slot(slot, generation, &mut frames) else {
+    // A reset between the two reads makes the second fail: the generation
+    // is checked each time.
+    let table = map.table();
+    let (Some(depth), Some(refs)) = (
+        table.copy_slot(slot, generation, &mut frames),
+        table.refs(slot, generation),
+    ) else {
         return false;
     };
     let frames = &frames[..depth.min(MAX_DEPTH)];

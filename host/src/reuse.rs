@@ -43,7 +43,7 @@ fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<(Vec<usize>, u64
         cookie.generation(),
         ReadSection::new(&rcu),
     )?;
-    Some((record.frames().collect(), record.refs))
+    Some((record.frames().collect(), record.refs()))
 }
 
 #[test]

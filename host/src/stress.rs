@@ -102,7 +102,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
         let frames: Vec<usize> = record.frames().collect();
         assert_eq!(frames, stack(id, 1 + id % 12), "stack {id}: wrong frames");
         let recorded: u64 = results.iter().map(|r| r[id].1).sum();
-        assert_eq!(record.refs, recorded, "stack {id}: lost ref counts");
+        assert_eq!(record.refs(), recorded, "stack {id}: lost ref counts");
     }
 }
 
