@@ -7,11 +7,16 @@
 //! stacks, waits for an RCU grace period so that the recorders already
 //! inside have left (every recorder runs with preemption disabled or under
 //! rcu_read_lock(), NMI handlers included), clears the slots, the arena's
-//! reservations and the counters, bumps the generation, and opens the gate.
-//! Cookies issued before stop resolving because their generation is gone.
+//! reservations and the ref counts, starts the counters again, bumps the
+//! generation, and opens the gate. Cookies issued before stop resolving
+//! because their generation is gone.
+//!
+//! The stacks recorded in full while the gate is closed are in the trace
+//! after the reset, so the counter that says why (`fallback_reset`) starts
+//! again before the gate closes, and the others once it has.
 
 use crate::{hash::StackHash, StackMap};
-use kernel::sync::rcu;
+use kernel::sync::{rcu, MutexGuard};
 
 impl<H: StackHash> StackMap<H> {
     /// Empties the map and bumps its generation.
@@ -20,11 +25,25 @@ impl<H: StackHash> StackMap<H> {
     /// and every recorder that raced it either completed against the old
     /// generation or fell back to a full stack.
     pub(crate) fn reset(&self) {
-        let _guard = self.reset_lock.lock();
-        self.table.begin_reset();
+        let guard = self.reset_lock.lock();
+        self.close_for_reset(&guard);
         rcu::synchronize_rcu();
+        self.reopen_after_reset(&guard);
+    }
+
+    /// The first step of a reset: closes the gate, so that recorders fall
+    /// back to full stacks, counted from now on as reset fallbacks.
+    pub(crate) fn close_for_reset(&self, _reset: &MutexGuard<'_, ()>) {
+        self.stats.begin_reset();
+        self.table.begin_reset();
+    }
+
+    /// The last step of a reset, once no recorder that found the gate open
+    /// is left: empties the table, starts the other counters again and opens
+    /// the gate on the next generation.
+    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, ()>) {
         self.table.clear();
-        self.stats.clear();
+        self.stats.finish_reset();
         self.table.finish_reset();
     }
 }

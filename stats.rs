@@ -150,15 +150,31 @@ impl Stats {
         2 * self.base.len() * size_of::<[Atomic<u64>; COUNTERS]>()
     }
 
-    /// Starts the counters again from 0; part of a reset.
+    /// Starts the reset fallback counter again from 0; part of a reset,
+    /// before it closes the gate: the stacks the reset sends to full records
+    /// count for the generation after it, in whose trace they are.
     ///
     /// The caller serializes resets.
-    pub(crate) fn clear(&self) {
+    pub(crate) fn begin_reset(&self) {
+        self.rebase(|index| index == RESET);
+    }
+
+    /// Starts the other counters again from 0; part of a reset, once no
+    /// recorder of the old generation is left.
+    ///
+    /// The caller serializes resets.
+    pub(crate) fn finish_reset(&self) {
+        self.rebase(|index| index != RESET);
+    }
+
+    /// Takes every CPU's current value of the counters `which` selects as
+    /// their base.
+    fn rebase(&self, which: impl Fn(usize) -> bool) {
         for cpu in possible_cpus() {
             let Some(base) = self.base.get(cpu.as_u32() as usize) else {
                 continue;
             };
-            for (index, base) in base.iter().enumerate() {
+            for (index, base) in base.iter().enumerate().filter(|&(index, _)| which(index)) {
                 base.store(self.counts.read(cpu, index), Relaxed);
             }
         }

@@ -548,8 +548,14 @@ impl<H: StackHash> Table<H> {
     /// that those that entered before the gate closed are gone, before
     /// [`Table::clear`].
     pub(crate) fn begin_reset(&self) {
-        // ORDERING: Full makes the closed gate visible before anything the
-        // reset does next.
+        // ORDERING: Full orders the accesses before it, such as the reset
+        // fallback counters' new base, before the gate closes (a recorder
+        // that sees the gate closed counts its fallback above that base),
+        // and the reset's later accesses after it. It does not keep
+        // recorders out: one that loaded the gate just before may still be
+        // inside. What does is the RCU grace period the reset waits for
+        // next: when it ends, every recorder that found the gate open has
+        // left, and any still running started late enough to see it closed.
         self.state.fetch_add(CLOSED, Full);
     }
 

@@ -317,19 +317,25 @@ mod cases {
         let map = map(BITS_MIN);
         let s = stack(3, 8);
         let c = lookup(&map, &s).expect("insert").cookie();
-        // A reset between closing the gate and clearing the table: what a
-        // recorder that races it sees.
-        let table = map.table();
-        table.begin_reset();
+        lookup(&map, &stack(4, 8)).expect("insert");
+        // A reset stopped between closing the gate and clearing the table:
+        // what a recorder that races it sees.
+        let guard = map.reset_lock.lock();
+        map.close_for_reset(&guard);
         assert_eq!(lookup(&map, &s), Err(Fallback::Reset));
-        assert_eq!(lookup(&map, &stack(4, 8)), Err(Fallback::Reset));
+        assert_eq!(lookup(&map, &stack(5, 8)), Err(Fallback::Reset));
         assert!(resolve(&map, c).is_none());
         assert_eq!(map.stats().totals().reset, 2);
-        assert_eq!(table.entries(), 1);
-        table.clear();
-        table.finish_reset();
-        assert_eq!(table.generation(), c.generation() + 1);
+        assert_eq!(map.table().entries(), 2);
+        map.reopen_after_reset(&guard);
+        drop(guard);
+        // The stacks recorded in full meanwhile are in the trace after the
+        // reset: their counter keeps them, the others start again.
+        let totals = map.stats().totals();
+        assert_eq!((totals.reset, totals.inserts), (2, 0));
+        assert_eq!(map.table().generation(), c.generation() + 1);
         assert!(matches!(lookup(&map, &s), Ok(Found::Inserted(_))));
+        assert_eq!(map.stats().totals().inserts, 1);
     }
 
     #[test]
