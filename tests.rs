@@ -403,19 +403,20 @@ mod cases {
     }
 
     #[test]
-    fn memory_per_stored_stack_is_within_budget() {
+    fn stacks_take_their_own_length_and_the_rest_is_fixed() {
         let map = map(crate::DEFAULT_BITS);
         let table = map.table();
         for depth in [1, 8, 16, 32, MAX_DEPTH] {
             let before = table.arena_bytes_used();
             lookup(&map, &stack(depth, depth)).expect("insert");
             let bytes = table.arena_bytes_used() - before;
-            // The record: one word per frame. With its slot and its ref
-            // count, 16 bytes more.
+            // The record: one word per frame, nothing else.
             assert_eq!(bytes, 8 * depth);
         }
-        // The share of the slots and ref counts: two of each, 8 bytes each,
-        // per stack of capacity. The CPUs' caches of ref counts come on top.
+        // The rest is sized by the capacity, whatever is stored: two slots
+        // and two ref counts, 8 bytes each, per stack of capacity, as
+        // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
+        // ref counts come on top.
         let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
         let arena = table.capacity() * DESIGN_DEPTH * 8;
         let share = (table.memory_bytes() - caches - arena) / table.capacity();
