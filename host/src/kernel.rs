@@ -288,8 +288,9 @@ pub mod sync {
         }
     }
 
-    /// `kernel::sync::rcu`: no table built here is ever reset, so a
-    /// read-side section has nothing to hold off.
+    /// `kernel::sync::rcu`: a read-side section that holds nothing off. The
+    /// tests that reset a table while others use it wait for them with a
+    /// grace period of their own (`resets.rs`).
     pub mod rcu {
         use crate::types::NotThreadSafe;
 

@@ -38,6 +38,8 @@ mod table;
 
 mod bench;
 #[cfg(test)]
+mod resets;
+#[cfg(test)]
 mod reuse;
 #[cfg(test)]
 mod stress;
