@@ -64,7 +64,9 @@ if [ ! -s "$accel_file" ]; then
 			accel=kvm
 		fi
 	fi
-	echo "$accel" > "$accel_file"
+	# Written whole: the two `make check` boots may probe at once.
+	echo "$accel" > "$accel_file.$$"
+	mv -f "$accel_file.$$" "$accel_file"
 	echo "qemu: using $accel (KVM $( [ "$accel" = kvm ] && echo works || echo 'unusable or hangs'))" >&2
 fi
 accel=$(cat "$accel_file")

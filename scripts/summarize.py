@@ -16,7 +16,8 @@ skipped'.  Each of these also counts as a failed case:
   - a log that is missing or lacks the guest's exit marker, a boot whose
     qemu-run status (--exit-status) is not 0, and a log with a kernel
     splat (warning, BUG, Oops, stall, panic);
-  - a cargo test output that reports no test;
+  - a cargo test output that is missing or reports no test, and an
+    ignored cargo test of a --must-run group;
   - a TAP output (--tap) with a problem of a section, as above.
 """
 
@@ -243,7 +244,7 @@ def main():
                 cases, problems = kunit_cases(lines)
                 for c, m in cases:
                     seen.add("kunit:" + c.split(".")[0])
-                    case(group, c, m)
+                    case(group, f"{c} [{boot}]", m)
             elif name.startswith("ftracetest "):
                 group = name.split()[1]
                 cases, problems = ftracetest_cases(lines)
@@ -261,13 +262,21 @@ def main():
     for arg in args.cargo:
         group, path = arg.split("=", 1)
         tests = 0
-        with open(path, errors="replace") as f:
-            for line in f:
-                m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
-                if m:
-                    v = {"ok": "passed", "FAILED": "failed"}.get(m.group(2), "skipped")
-                    count(group, m.group(1), v)
-                    tests += 1
+        try:
+            with open(path, errors="replace") as f:
+                lines = f.readlines()
+        except OSError as e:
+            lines = []
+            count(group, f"{path}: cannot read ({e.strerror})", "failed")
+        for line in lines:
+            m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
+            if m:
+                v = {"ok": "passed", "FAILED": "failed"}.get(m.group(2), "skipped")
+                name = m.group(1)
+                if v == "skipped" and group in args.must_run:
+                    v, name = "failed", name + " (ignored in a must-run section)"
+                count(group, name, v)
+                tests += 1
         if not tests:
             count(group, f"{path} (no test reported)", "failed")
 
