@@ -4,10 +4,16 @@
 //!
 //! A cookie is `generation << 32 | slot`. The generation of a map starts at
 //! 1 and goes up by one at each reset, so 0 is never a valid cookie, and a
-//! cookie taken before a reset never names a stack inserted after it. A map
-//! that replaces another one in a trace instance (with a new capacity)
-//! starts at the generation after the old map's, since the ring buffer may
-//! still hold the old map's cookies.
+//! cookie taken before a reset names no stack inserted after it. A map that
+//! replaces another one in a trace instance (with a new capacity) starts at
+//! the generation after the old map's, since the ring buffer may still hold
+//! the old map's cookies.
+//!
+//! The generation is 32 bits and skips 0, so it comes back to the same
+//! value after `2^32 - 1` resets or map replacements: a cookie that old,
+//! still in the ring buffer, may then resolve to another stack. Each reset
+//! waits for an RCU grace period, normally milliseconds, so that takes
+//! weeks of back-to-back resets.
 
 /// A stack's name in the ring buffer: the map generation and the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,10 +3,16 @@
 //! What the slot protocol needs from the platform it runs on.
 //!
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
-//! sections and its storage through this module and nothing else, so that
-//! the same protocol can be built against other implementations of them (a
-//! model checker on the host) by changing this one file. The kernel build
-//! uses the LKMM atomics, RCU and vmalloc.
+//! sections and its storage through this module, which takes them from the
+//! kernel crate: the LKMM atomics, RCU and vmalloc. [`refs`](crate::refs)
+//! and [`stats`](crate::stats) take their atomics from here too (and `refs`
+//! its storage), but use `kernel::cpu`, and `stats` also `kernel::percpu`,
+//! directly.
+//!
+//! No other build changes this file: the host build (`host/`) compiles it,
+//! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
+//! stand-in `kernel` crate on the standard library, for stress tests and
+//! Miri.
 
 use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{prelude::*, types::NotThreadSafe};

@@ -26,8 +26,11 @@
 //!
 //! A count moves from an entry to the shared count, never back. A reader
 //! loads the shared count before the entries, so it never counts a hit
-//! twice; it may miss the hits being moved meanwhile. Once the recorders
-//! stop, the counts it reads are exact.
+//! twice. Between the cmpxchg that takes an entry and the add in `flush()`,
+//! the entry's count is in neither place, and a reader misses it: while
+//! stacks are being recorded, a count read is a lower bound and may be
+//! lower than one read before it. Once the recorders stop, the counts it
+//! reads are exact.
 
 use crate::platform::{storage, Acquire, Atomic, Relaxed, Release, Storage};
 use kernel::{

@@ -52,6 +52,13 @@ EOS
 	fi
 fi
 
+# The Rust toolchain comes from rustup, which this script does not install.
+if ! command -v rustup >/dev/null || ! command -v cargo >/dev/null; then
+	echo "deps: rustup and cargo are needed (https://rustup.rs);" \
+		"Debian 12's rustc is older than the kernel's minimum" >&2
+	exit 1
+fi
+
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
 	rustup component add rust-src
 fi

@@ -67,8 +67,11 @@ unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 impl<const N: usize> PerCpuCounters<N> {
     /// Allocates counters for every possible CPU, all 0.
     pub fn new(flags: Flags) -> Result<Self, AllocError> {
-        // SAFETY: Any size and alignment may be requested; the per-CPU
-        // allocator returns zeroed memory or NULL.
+        // SAFETY: `__alloc_percpu_gfp()` takes any size and alignment: a
+        // size of 0 or above `PCPU_MIN_UNIT_SIZE`, or an alignment above
+        // `PAGE_SIZE` or not a power of two, makes it warn (unless
+        // `__GFP_NOWARN`) and return NULL, which is the allocation failure
+        // below. Otherwise it returns zeroed memory or NULL.
         let ptr = unsafe {
             bindings::alloc_percpu_gfp(
                 size_of::<[u64; N]>(),
@@ -119,8 +122,12 @@ impl<const N: usize> PerCpuCounters<N> {
         // this live allocation, and `cpu` is a possible CPU (checked above).
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
-        // Its only writer, `this_cpu_add()` on `cpu`, updates it as one
-        // 64-bit access that `READ_ONCE()` cannot see half done.
+        // Its only writer is `this_cpu_add()` on `cpu`, which on a 64-bit
+        // architecture stores the aligned word whole (one `add` to memory on
+        // x86-64, an atomic on arm64, one store in the generic version), so
+        // `READ_ONCE()` sees the old value or the new one, never half of
+        // each. On 32-bit the generic store is two halves: the only user,
+        // the ftrace stackmap, depends on `64BIT`.
         unsafe { Atomic::<u64>::from_ptr(ptr.cast()) }.load(Relaxed)
     }
 }
