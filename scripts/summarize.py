@@ -206,12 +206,14 @@ def main():
         counts[v] += 1
         print(f"{v.upper():8} {group}: {name}")
 
-    def case(group, name, m):
-        v = verdict(m)
+    def counted(group, name, v, directive):
         if v == "skipped" and group in args.must_run:
             v = "failed"
-            name += f" (# {m.group('directive')} in a must-run section)"
+            name += f" (# {directive} in a must-run section)"
         count(group, name, v)
+
+    def case(group, name, m):
+        counted(group, name, verdict(m), m.group("directive"))
 
     status = {}
     for arg in args.exit_status:
@@ -272,10 +274,7 @@ def main():
             m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
             if m:
                 v = {"ok": "passed", "FAILED": "failed"}.get(m.group(2), "skipped")
-                name = m.group(1)
-                if v == "skipped" and group in args.must_run:
-                    v, name = "failed", name + " (ignored in a must-run section)"
-                count(group, name, v)
+                counted(group, m.group(1), v, m.group(2))
                 tests += 1
         if not tests:
             count(group, f"{path} (no test reported)", "failed")

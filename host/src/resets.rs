@@ -17,6 +17,7 @@ use crate::{
     cookie::{Cookie, FIRST_GENERATION},
     hash::SeededHash,
     platform::{rcu_read_lock, ReadSection},
+    reuse::resolve,
     table::{Fallback, Table, BITS_MIN},
 };
 use std::{
@@ -67,18 +68,6 @@ fn grace_period(counters: &[AtomicU64]) {
     }
 }
 
-/// Looks `cookie` up, as `cat trace` does; returns its frames if it
-/// resolves. The caller is in a [`Section`].
-fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<Vec<usize>> {
-    let rcu = rcu_read_lock();
-    let record = table.slot(
-        cookie.slot() as usize,
-        cookie.generation(),
-        ReadSection::new(&rcu),
-    )?;
-    Some(record.frames().collect())
-}
-
 #[test]
 fn resets_racing_recorders_leave_cookies_stale_or_right() {
     let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(11)).expect("table");
@@ -120,8 +109,9 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                         lookups.fetch_add(1, SeqCst);
                         if !got.is_empty() {
                             let (cookie, of) = got[i % got.len()];
+                            // Resolving reads the table: inside a section.
                             let _section = Section::enter(counter);
-                            if let Some(frames) = resolve(table, cookie) {
+                            if let Some((frames, _)) = resolve(table, cookie) {
                                 assert_eq!(frames, stack(of), "{cookie:?}: another stack");
                             }
                         }

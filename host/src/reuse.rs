@@ -36,7 +36,7 @@ fn insert_all(table: &Table<SeededHash>, n: usize, tag: usize) -> Vec<Cookie> {
 }
 
 /// Returns the frames and ref count that `cookie` resolves to, if any.
-fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<(Vec<usize>, u64)> {
+pub(crate) fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<(Vec<usize>, u64)> {
     let rcu = rcu_read_lock();
     let record = table.slot(
         cookie.slot() as usize,
