@@ -49,8 +49,8 @@ unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
 ///
 /// `prev` is NULL for an instance's first map, or the map the new one
 /// replaces: the new map's generations follow `prev`'s, so that cookies of
-/// `prev` still in the ring buffer stay stale. `prev` must not be reset
-/// while it may still record.
+/// `prev` still in the ring buffer stay stale, and `prev` is never reset
+/// again (a reset of it returns at once).
 ///
 /// # Safety
 ///

@@ -23,9 +23,14 @@ impl<H: StackHash> StackMap<H> {
     ///
     /// Sleeps. When it returns, the map is empty and one generation higher,
     /// and every recorder that raced it either completed against the old
-    /// generation or fell back to a full stack.
+    /// generation or fell back to a full stack. A map that was replaced is
+    /// left as it is: its successor starts empty, at the generations this
+    /// one would move on to.
     pub(crate) fn reset(&self) {
         let guard = self.reset_lock.lock();
+        if *guard {
+            return;
+        }
         self.close_for_reset(&guard);
         rcu::synchronize_rcu();
         self.reopen_after_reset(&guard);
@@ -33,7 +38,7 @@ impl<H: StackHash> StackMap<H> {
 
     /// The first step of a reset: closes the gate, so that recorders fall
     /// back to full stacks, counted from now on as reset fallbacks.
-    pub(crate) fn close_for_reset(&self, _reset: &MutexGuard<'_, ()>) {
+    pub(crate) fn close_for_reset(&self, _reset: &MutexGuard<'_, bool>) {
         self.stats.begin_reset();
         self.table.begin_reset();
     }
@@ -41,7 +46,7 @@ impl<H: StackHash> StackMap<H> {
     /// The last step of a reset, once no recorder that found the gate open
     /// is left: empties the table, starts the other counters again and opens
     /// the gate on the next generation.
-    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, ()>) {
+    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>) {
         self.table.clear();
         self.stats.finish_reset();
         self.table.finish_reset();

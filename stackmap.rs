@@ -53,10 +53,11 @@ pub(crate) struct StackMap<H: StackHash = SeededHash> {
     table: Table<H>,
     /// Per-CPU counters.
     stats: Stats,
-    /// Held by a reset. Recorders and readers take no lock: they check the
+    /// Held by a reset, and while a map that replaces this one is made;
+    /// true once one was. Recorders and readers take no lock: they check the
     /// table's gate and generation instead.
     #[pin]
-    reset_lock: Mutex<()>,
+    reset_lock: Mutex<bool>,
 }
 
 impl StackMap {
@@ -64,15 +65,21 @@ impl StackMap {
     ///
     /// A map that replaces `prev` in a trace instance starts at the
     /// generation after `prev`'s current one: the ring buffer may still hold
-    /// cookies of `prev`, which must not resolve to this map's stacks. The
-    /// caller must not let `prev` be reset while it still records.
+    /// cookies of `prev`, which must not resolve to this map's stacks. From
+    /// then on `prev` is never reset: recorders that still reach it keep its
+    /// generation, below this map's.
     pub(crate) fn new(bits: u32, prev: Option<&StackMap>) -> Result<Arc<Self>> {
-        let generation = prev.map_or(FIRST_GENERATION, |prev| {
-            next_generation(prev.table.generation())
-        });
         // SAFETY: `get_random_u64()` has no preconditions.
-        let seed = unsafe { kernel::bindings::get_random_u64() };
-        Self::with_hash(bits, generation, SeededHash::new(seed))
+        let hash = SeededHash::new(unsafe { kernel::bindings::get_random_u64() });
+        let Some(prev) = prev else {
+            return Self::with_hash(bits, FIRST_GENERATION, hash);
+        };
+        // A reset of `prev` waits until this map exists; after that it
+        // finds `prev` replaced and leaves it alone.
+        let mut replaced = prev.reset_lock.lock();
+        let map = Self::with_hash(bits, next_generation(prev.table.generation()), hash)?;
+        *replaced = true;
+        Ok(map)
     }
 }
 
@@ -84,7 +91,7 @@ impl<H: StackHash> StackMap<H> {
             try_pin_init!(Self {
                 table: Table::new(bits, generation, hash)?,
                 stats: Stats::new()?,
-                reset_lock <- new_mutex!(()),
+                reset_lock <- new_mutex!(false),
             }),
             GFP_KERNEL,
         )

@@ -357,6 +357,12 @@ mod cases {
         }
         let again = lookup(&new, &stack(2, 6)).expect("hit").cookie();
         assert_eq!(again.generation(), FIRST_GENERATION + 2);
+        // A reset that raced the replacement and reaches the old map later
+        // leaves it alone: the old map's recorders still in flight never get
+        // cookies of the new map's generation.
+        old.reset();
+        assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
+        assert!(resolve(&old, second).is_some());
     }
 
     #[test]
@@ -367,11 +373,13 @@ mod cases {
             StackMap::with_hash(BITS_MIN, u32::MAX, SeededHash::new(SEED)).expect("map allocation");
         let c = lookup(&last, &stack(1, 4)).expect("insert").cookie();
         assert_eq!(c.generation(), u32::MAX);
-        let next = StackMap::new(BITS_MIN, Some(&last)).expect("map allocation");
-        assert_eq!(next.table().generation(), FIRST_GENERATION);
         last.reset();
         assert_eq!(last.table().generation(), FIRST_GENERATION);
         assert!(resolve(&last, c).is_none());
+        let before =
+            StackMap::with_hash(BITS_MIN, u32::MAX, SeededHash::new(SEED)).expect("map allocation");
+        let next = StackMap::new(BITS_MIN, Some(&before)).expect("map allocation");
+        assert_eq!(next.table().generation(), FIRST_GENERATION);
     }
 
     #[test]
