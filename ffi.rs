@@ -28,6 +28,8 @@ const _: () = assert!(MAX_DEPTH == bindings::FTRACE_STACKMAP_MAX_DEPTH as usize)
 const _: () = assert!(DEFAULT_BITS == bindings::FTRACE_STACKMAP_BITS_DEFAULT);
 const _: () = assert!(BITS_MIN == bindings::FTRACE_STACKMAP_BITS_MIN);
 const _: () = assert!(BITS_MAX == bindings::FTRACE_STACKMAP_BITS_MAX);
+// The frames the C side prints from the map are u64 words.
+const _: () = assert!(size_of::<c_ulong>() == size_of::<u64>());
 
 /// The C name of a map.
 type CMap = bindings::ftrace_stackmap;
@@ -136,35 +138,41 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
     }
 }
 
-/// Copies the frames `cookie` names into `frames` (at most `size`).
+/// Returns the frames `cookie` names and stores their number in `*depth`,
+/// or returns NULL when the cookie is stale (its generation was reset
+/// away, or is being reset away) or names no stored stack.
 ///
-/// Returns the depth of the stack, or -ENOENT when the cookie is stale (its
-/// generation was reset away, or is being reset away) or names no stored
-/// stack.
+/// The frames are the map's own, not a copy: they stay valid until the
+/// caller's RCU read-side critical section ends, which a reset waits for.
 ///
 /// # Safety
 ///
-/// `map` must be a live map and `frames` valid for writing `size` entries.
+/// `map` must be a live map and `depth` valid for writing. The caller must
+/// be in an RCU read-side critical section (rcu_read_lock(), or preemption
+/// disabled with RCU watching) and use the frames only until it ends.
 #[export]
-pub unsafe extern "C" fn ftrace_stackmap_resolve(
+pub unsafe extern "C" fn ftrace_stackmap_frames(
     map: *mut CMap,
     cookie: u64,
-    frames: *mut c_ulong,
-    size: c_uint,
-) -> c_int {
+    depth: *mut c_uint,
+) -> *const c_ulong {
     // SAFETY: `map` is live for the call per the safety requirements.
     let map = unsafe { borrow(map) };
-    // SAFETY: `frames` is valid for `size` writes per the safety
-    // requirements; `c_ulong` and `usize` have the same layout.
-    let out = unsafe { core::slice::from_raw_parts_mut(frames.cast::<usize>(), size as usize) };
+    // SAFETY: The caller stays an RCU reader while it uses the frames, per
+    // the safety requirements.
+    let rcu = unsafe { ReadSection::assume() };
     let cookie = Cookie::from_raw(cookie);
-    match map
+    let Some(record) = map
         .table()
-        .copy_slot(cookie.slot() as usize, cookie.generation(), out)
-    {
-        Some(depth) => depth.min(out.len()) as c_int,
-        None => ENOENT.to_errno(),
-    }
+        .slot(cookie.slot() as usize, cookie.generation(), rcu)
+    else {
+        return core::ptr::null();
+    };
+    // SAFETY: `depth` is valid for writing per the safety requirements.
+    unsafe { *depth = record.depth() as c_uint };
+    // CAST: The frames are u64 words, which `c_ulong` is on the 64-bit
+    // architectures the Kconfig symbol is limited to (asserted above).
+    record.as_ptr().cast()
 }
 
 /// Empties `map` and bumps its generation; see [`StackMap::reset`].

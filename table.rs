@@ -27,9 +27,7 @@
 use crate::{
     cookie::{next_generation, Cookie},
     hash::StackHash,
-    platform::{
-        rcu_read_lock, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
-    },
+    platform::{storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word},
     refs::Refs,
 };
 use kernel::prelude::*;
@@ -198,6 +196,13 @@ impl Record<'_> {
     /// Iterates over the frames, innermost first.
     pub(crate) fn frames(&self) -> impl Iterator<Item = usize> + '_ {
         self.frames.iter().map(|&f| f as usize)
+    }
+
+    /// Returns a pointer to the frames, innermost first, for C callers: it
+    /// is valid as long as the read-side critical section the record was
+    /// found in.
+    pub(crate) fn as_ptr(&self) -> *const u64 {
+        self.frames.as_ptr()
     }
 }
 
@@ -504,35 +509,6 @@ impl<H: StackHash> Table<H> {
             refs: &self.refs,
             frames,
         })
-    }
-
-    /// Copies the stack in `slot` of `generation` into `out` (as much of it
-    /// as fits); returns its depth.
-    ///
-    /// Returns `None` if the slot holds no published stack, or `generation`
-    /// is not the current one or is being reset away. Safe in any context.
-    pub(crate) fn copy_slot(
-        &self,
-        slot: usize,
-        generation: u32,
-        out: &mut [usize],
-    ) -> Option<usize> {
-        let guard = rcu_read_lock();
-        let record = self.slot(slot, generation, ReadSection::new(&guard))?;
-        for (dst, frame) in out.iter_mut().zip(record.frames()) {
-            *dst = frame;
-        }
-        Some(record.depth())
-    }
-
-    /// Returns the ref count of the stack in `slot` of `generation`, with
-    /// the same `None` cases as [`Table::copy_slot`].
-    pub(crate) fn refs(&self, slot: usize, generation: u32) -> Option<u64> {
-        let guard = rcu_read_lock();
-        Some(
-            self.slot(slot, generation, ReadSection::new(&guard))?
-                .refs(),
-        )
     }
 
     /// Returns the first slot at or after `slot` that holds a published

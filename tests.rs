@@ -85,9 +85,18 @@ mod cases {
     /// read-side critical section, in which nothing may sleep).
     fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
         let mut frames = [0usize; MAX_DEPTH];
-        let depth =
-            map.table()
-                .copy_slot(cookie.slot() as usize, cookie.generation(), &mut frames)?;
+        let depth = {
+            let guard = rcu::read_lock();
+            let record = map.table().slot(
+                cookie.slot() as usize,
+                cookie.generation(),
+                ReadSection::new(&guard),
+            )?;
+            for (dst, frame) in frames.iter_mut().zip(record.frames()) {
+                *dst = frame;
+            }
+            record.depth()
+        };
         let mut out = KVec::new();
         out.extend_from_slice(&frames[..depth], GFP_KERNEL)
             .expect("alloc");
@@ -96,8 +105,13 @@ mod cases {
 
     /// Returns the ref count of the stack of `cookie`.
     fn refs<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<u64> {
-        map.table()
-            .refs(cookie.slot() as usize, cookie.generation())
+        let guard = rcu::read_lock();
+        let record = map.table().slot(
+            cookie.slot() as usize,
+            cookie.generation(),
+            ReadSection::new(&guard),
+        )?;
+        Some(record.refs())
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! The C side owns the files and their locking; this module only formats.
 
 use crate::{
+    platform::{rcu_read_lock, ReadSection},
     stats::Totals,
     table::{MAX_DEPTH, MAX_PROBE},
     StackMap,
@@ -47,24 +48,21 @@ pub(crate) fn show_slot(
     generation: u32,
     format: Format,
 ) -> bool {
-    let mut frames = [0usize; MAX_DEPTH];
-    // A reset between the two reads makes the second fail: the generation
-    // is checked each time.
-    let table = map.table();
-    let (Some(depth), Some(refs)) = (
-        table.copy_slot(slot, generation, &mut frames),
-        table.refs(slot, generation),
-    ) else {
+    // The record is printed straight from the map: the read-side critical
+    // section keeps a reset from clearing it meanwhile, and nothing below
+    // sleeps.
+    let guard = rcu_read_lock();
+    let Some(record) = map.table().slot(slot, generation, ReadSection::new(&guard)) else {
         return false;
     };
-    let frames = &frames[..depth.min(MAX_DEPTH)];
+    let (depth, refs) = (record.depth(), record.refs());
     match format {
         Format::Text => {
             seq_print!(
                 m,
                 "stack_id {slot} gen {generation} ref {refs} depth {depth}\n"
             );
-            for &frame in frames {
+            for frame in record.frames() {
                 if frame == TRAMPOLINE_MARKER {
                     seq_print!(m, " => [FTRACE TRAMPOLINE]\n");
                 } else {
@@ -79,7 +77,7 @@ pub(crate) fn show_slot(
             for word in [slot as u32, depth as u32, refs, 0] {
                 m.write(&word.to_ne_bytes());
             }
-            for &frame in frames {
+            for frame in record.frames() {
                 m.write(&(frame as u64).to_ne_bytes());
             }
         }
