@@ -59,8 +59,11 @@ impl<'a> ReadSection<'a> {
 pub(crate) type Storage<T> = VVec<T>;
 
 /// Allocates `len` elements made by `init`.
+///
+/// Fails with `ENOMEM` when memory is short rather than have the OOM killer
+/// make room: a map is optional, and megabytes large.
 pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>> {
-    let mut v = Storage::with_capacity(len, GFP_KERNEL | __GFP_NOWARN)?;
+    let mut v = Storage::with_capacity(len, GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)?;
     for _ in 0..len {
         v.push_within_capacity(init()).map_err(|_| ENOMEM)?;
     }

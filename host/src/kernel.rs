@@ -8,7 +8,7 @@
 
 /// `kernel::prelude`.
 pub mod prelude {
-    pub use super::alloc::{Flags, VVec, __GFP_NOWARN, GFP_KERNEL};
+    pub use super::alloc::{Flags, VVec, __GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL};
     pub use super::error::{Error, Result, EINVAL, ENOMEM};
 
     /// `kernel::prelude::KVec`: the same vector, from kmalloc.
@@ -50,6 +50,8 @@ pub mod alloc {
     pub const GFP_KERNEL: Flags = Flags;
     /// `__GFP_NOWARN`.
     pub const __GFP_NOWARN: Flags = Flags;
+    /// `__GFP_RETRY_MAYFAIL`.
+    pub const __GFP_RETRY_MAYFAIL: Flags = Flags;
 
     /// `kernel::alloc::VVec`: a vector that never grows past its capacity.
     pub struct VVec<T>(Vec<T>);
