@@ -12,7 +12,9 @@ mod cases {
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
         refs::{Refs, PENDING},
-        table::{home, Fallback, Found, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE},
+        table::{
+            home, Fallback, Found, Record, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE,
+        },
         StackMap,
     };
     use kernel::{
@@ -81,22 +83,32 @@ mod cases {
         copies
     }
 
-    /// Returns the frames `cookie` resolves to (copied out of the RCU
-    /// read-side critical section, in which nothing may sleep).
+    /// Returns what `f` makes of the record `cookie` names, if it resolves.
+    /// `f` runs in an RCU read-side critical section: it must not sleep.
+    fn with_record<H: StackHash, T>(
+        map: &StackMap<H>,
+        cookie: Cookie,
+        f: impl FnOnce(&Record<'_>) -> T,
+    ) -> Option<T> {
+        let guard = rcu::read_lock();
+        let record = map.table().slot(
+            cookie.slot() as usize,
+            cookie.generation(),
+            ReadSection::new(&guard),
+        )?;
+        Some(f(&record))
+    }
+
+    /// Returns the frames `cookie` resolves to.
     fn resolve<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<KVec<usize>> {
         let mut frames = [0usize; MAX_DEPTH];
-        let depth = {
-            let guard = rcu::read_lock();
-            let record = map.table().slot(
-                cookie.slot() as usize,
-                cookie.generation(),
-                ReadSection::new(&guard),
-            )?;
+        let depth = with_record(map, cookie, |record| {
             for (dst, frame) in frames.iter_mut().zip(record.frames()) {
                 *dst = frame;
             }
             record.depth()
-        };
+        })?;
+        // Allocated out of the critical section.
         let mut out = KVec::new();
         out.extend_from_slice(&frames[..depth], GFP_KERNEL)
             .expect("alloc");
@@ -105,13 +117,7 @@ mod cases {
 
     /// Returns the ref count of the stack of `cookie`.
     fn refs<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> Option<u64> {
-        let guard = rcu::read_lock();
-        let record = map.table().slot(
-            cookie.slot() as usize,
-            cookie.generation(),
-            ReadSection::new(&guard),
-        )?;
-        Some(record.refs())
+        with_record(map, cookie, |record| record.refs())
     }
 
     #[test]
