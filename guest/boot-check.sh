@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Checks of a boot with
-#   trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
+#   trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
 #   trace_event=sched:sched_switch
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines. Exits 1 if a
@@ -35,8 +35,11 @@ snapshot=ok
   sort -u /tmp/map-stacks.all > /tmp/map-stacks; } || snapshot=failed
 
 option_is_on() { test "`cat options/stackmap`" = 1; }
-bits_are_12() {
-	test "`cat stack_map_bits`" = 12 && test "`stat_value capacity`" = 4096
+# 19 is out of range: clamped to the largest size, with a warning.
+bits_are_clamped_to_18() {
+	dmesg | grep 'ftrace_stackmap.bits=19 out of range, clamped to \[10, 18\]' &&
+		test "`cat stack_map_bits`" = 18 &&
+		test "`stat_value capacity`" = 262144
 }
 first_stack_is_cookie() {
 	first=`grep -m1 '<stack' trace`
@@ -72,7 +75,8 @@ nothing_lost() {
 plan=6
 echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
-check "boot: ftrace_stackmap.bits=12 sizes the top map" bits_are_12
+check "boot: ftrace_stackmap.bits=19 is clamped to 18, warned, and sizes the top map" \
+	bits_are_clamped_to_18
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie resolves to its stack_map record" cookies_resolve
 check "boot: every other stack is in full and counted" nothing_lost

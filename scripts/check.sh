@@ -19,7 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
-STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=12
+STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
 	       trace_event=sched:sched_switch
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 
