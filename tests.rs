@@ -505,27 +505,34 @@ mod cases {
         const STACKS: usize = 400;
         const ROUNDS: usize = 20;
         let map = map(BITS_MIN);
+        // 1 once the worker runs, 2 once it is done.
         let done = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
 
         // The worker walks the stacks upwards, this thread downwards, so the
-        // two insert the same stacks at the same time in the middle.
+        // two insert the same stacks at the same time in the middle. Both
+        // start once the worker runs: on its own, either would insert every
+        // stack before the other began.
         let (m, d) = (map.clone(), done.clone());
         workqueue::system_dfl()
             .try_spawn(GFP_KERNEL, move || {
+                d.store(1, Relaxed);
                 for _ in 0..ROUNDS {
                     for id in 0..STACKS {
                         let _ = lookup(&m, &stack(id, 1 + id % 24));
                     }
                 }
-                d.store(1, Relaxed);
+                d.store(2, Relaxed);
             })
             .expect("spawn");
+        while done.load(Relaxed) == 0 {
+            fsleep(Delta::from_micros(100));
+        }
         for _ in 0..ROUNDS {
             for id in (0..STACKS).rev() {
                 let _ = lookup(&map, &stack(id, 1 + id % 24));
             }
         }
-        while done.load(Relaxed) == 0 {
+        while done.load(Relaxed) != 2 {
             fsleep(Delta::from_millis(1));
         }
 
@@ -559,17 +566,30 @@ mod cases {
         let stop = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
         let passes = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
         let wrong = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+        // Lookups of the worker that found the gate closed.
+        let closed = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
 
         // The worker records and resolves at once, while this thread resets:
         // a cookie either resolves to its own stack or is stale by then.
-        let (m, st, p, w) = (map.clone(), stop.clone(), passes.clone(), wrong.clone());
+        let (m, st, p, w, c) = (
+            map.clone(),
+            stop.clone(),
+            passes.clone(),
+            wrong.clone(),
+            closed.clone(),
+        );
         workqueue::system_dfl()
             .try_spawn(GFP_KERNEL, move || {
                 while st.load(Relaxed) == 0 {
                     for id in 0..STACKS {
                         let s = stack(id, 1 + id % 24);
-                        let Ok(found) = lookup(&m, &s) else {
-                            continue;
+                        let found = match lookup(&m, &s) {
+                            Ok(found) => found,
+                            Err(Fallback::Reset) => {
+                                c.add(1, Relaxed);
+                                continue;
+                            }
+                            Err(_) => continue,
                         };
                         if resolve(&m, found.cookie()).is_some_and(|f| f[..] != s[..]) {
                             w.add(1, Relaxed);
@@ -599,6 +619,8 @@ mod cases {
         }
 
         assert_eq!(wrong.load(Relaxed), 0);
+        // The worker did record while resets ran: it met the gate closed.
+        assert!(closed.load(Relaxed) > 0);
         let table = map.table();
         assert_eq!(table.generation(), FIRST_GENERATION + RESETS);
         // What the last generation holds is whole, and stored once.
