@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The keyed hash that places a stack in the slot table.
+//! The keyed hash that places a stack in the stack table.
 //!
 //! Frames are kernel text addresses: 64-bit words that differ mostly in their
 //! low bits. Each frame is folded in with a rotate, an xor and one multiply
@@ -9,11 +9,11 @@
 //! one chain of `depth` dependent multiplies: on hardware the chain's latency
 //! is what a long stack's hash costs. The lanes start from different
 //! rotations of the seed, are combined at different rotations, and the result
-//! goes through the murmur3 finalizer, so that both the high bits (the slot
-//! key) and the low bits (the home slot) depend on every frame and on its
-//! position. The seed is random per map, so the placement of stacks differs
-//! from map to map and from boot to boot. The hash only picks the slot:
-//! frames are always compared in full before a stack is called found.
+//! goes through the murmur3 finalizer, so that every bit, the low ones that
+//! pick the bucket included, depends on every frame and on its position.
+//! The seed is random per map, so the placement of stacks differs from map
+//! to map and from boot to boot. The hash only picks the bucket: frames are
+//! always compared in full before a stack is called found.
 
 /// Computes the 64-bit hash of a stack.
 pub(crate) trait StackHash {

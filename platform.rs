@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the slot protocol needs from the platform it runs on.
+//! What the stack table needs from the platform it runs on.
 //!
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
 //! sections and its storage through this module, which takes them from the
@@ -54,7 +54,7 @@ impl<'a> ReadSection<'a> {
     }
 }
 
-/// Backing store of the slot table and the frame arena: allocated once, from
+/// Backing store of the stack table and its frame arena: allocated once, from
 /// vmalloc, when the map is created.
 pub(crate) type Storage<T> = VVec<T>;
 

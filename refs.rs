@@ -24,6 +24,13 @@
 //! NMI-safe on every architecture and stays right if the caller moves to
 //! another CPU in between.
 //!
+//! The shared count of a stack is the high half of a word its table keeps
+//! for it ([`SharedCounts`]), the header of its record; the low half is the
+//! table's and never changes once counts are added. The header shares its
+//! cache line with the first frames, which lookups on every CPU read: one
+//! more reason for a hit to write it rarely. The count saturates at
+//! [`SATURATED`].
+//!
 //! A count moves from an entry to the shared count, never back. A reader
 //! loads the shared count before the entries, so it never counts a hit
 //! twice. Between the cmpxchg that takes an entry and the add in `flush()`,
@@ -48,6 +55,46 @@ const TAKE_EVERY: u64 = 64;
 /// The bits of an entry that hold its count.
 const COUNT: u64 = u32::MAX as u64;
 
+/// The largest count: reads report no more, and a shared count that an add
+/// takes past it is put back to it. An entry holds fewer counts, so that
+/// an add, of an entry or of one hit, never takes a shared count past
+/// `2^32` from below it: the count is kept in 32 bits.
+pub(crate) const SATURATED: u64 = 1 << 31;
+
+/// Where the shared count sits in its word.
+const SHARED_SHIFT: u32 = 32;
+
+/// The word of a stack that was just inserted, counted once, for a table
+/// to add its low half to.
+pub(crate) const FIRST_COUNT: u64 = 1 << SHARED_SHIFT;
+
+/// The words a table keeps for its stacks, whose high halves are the
+/// shared counts.
+pub(crate) trait SharedCounts {
+    /// Returns the word of the stack in `slot`, if `slot` is in the table.
+    ///
+    /// Only called for slots whose stack was published in the current
+    /// generation, with a count set to [`FIRST_COUNT`] before.
+    fn shared(&self, slot: usize) -> Option<&Atomic<u64>>;
+}
+
+/// Adds `n` counts to the shared count in `word`, saturating; returns the
+/// count before.
+#[inline]
+fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
+    // ORDERING: Release pairs with the Acquire in `Refs::read()`: a reader
+    // that sees the count here no longer sees it in the entry it came from.
+    let old = word.fetch_add(n << SHARED_SHIFT, Release);
+    let before = old >> SHARED_SHIFT;
+    if before.saturating_add(n) > SATURATED {
+        // The low half is the table's, unchanged since the count was set:
+        // only the count is put back. Adds that land in between are lost,
+        // above the saturation anyway.
+        word.store((SATURATED << SHARED_SHIFT) | (old & COUNT), Relaxed);
+    }
+    before
+}
+
 /// One CPU's entries, on cache lines of their own (two at a time, for CPUs
 /// that fetch lines in pairs).
 #[repr(align(128))]
@@ -60,65 +107,53 @@ fn tag(slot: usize) -> u64 {
     (slot as u64).wrapping_add(1) << 32
 }
 
-/// The ref counts of a table's slots.
+/// The CPUs' caches of ref counts of a table's stacks.
 ///
 /// # Invariants
 ///
-/// - An entry is 0 or `tag(slot) | count` for a slot of the table.
+/// - An entry is 0 or `tag(slot) | count` for a slot of the table, with
+///   `count < SATURATED`.
 /// - An entry counts for a slot only once that slot's shared count was set
-///   by [`Refs::set_first`] in the current generation: only hits, which
-///   come after the slot's publication, fill entries, and [`Refs::clear`]
+///   to [`FIRST_COUNT`] in the current generation: only hits, which come
+///   after the slot's publication, fill entries, and [`Refs::clear`]
 ///   empties them all between generations.
 pub(crate) struct Refs {
-    /// Per slot: the counts moved out of the entries, and the first count.
-    shared: Storage<Atomic<u64>>,
     /// Per possible CPU id.
     pending: Storage<Pending>,
 }
 
 impl Refs {
-    /// Allocates the counts of `slots` slots.
-    pub(crate) fn new(slots: usize) -> Result<Self> {
+    /// Allocates the caches.
+    pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            shared: storage(slots, || Atomic::new(0))?,
             pending: storage(nr_cpu_ids() as usize, || {
                 Pending([const { Atomic::new(0) }; PENDING])
             })?,
         })
     }
 
-    /// Returns the bytes the counts occupy.
+    /// Returns the bytes the caches occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.shared.len() * size_of::<Atomic<u64>>() + self.pending.len() * size_of::<Pending>()
+        self.pending.len() * size_of::<Pending>()
     }
 
-    /// Sets the count of `slot` to 1: its stack was just inserted.
-    ///
-    /// Called before the slot is published: no hit counts on it yet.
-    #[inline]
-    pub(crate) fn set_first(&self, slot: usize) {
-        if let Some(shared) = self.shared.get(slot) {
-            shared.store(1, Relaxed);
-        }
-    }
-
-    /// Adds one to the count of `slot`, whose stack was found.
+    /// Adds one to the count of `slot`, whose stack was found, in `counts`.
     ///
     /// Always inlined into the lookup, like the rest of a hit.
     #[inline(always)]
-    pub(crate) fn hit(&self, slot: usize) {
-        let Some(shared) = self.shared.get(slot) else {
+    pub(crate) fn hit(&self, counts: &impl SharedCounts, slot: usize) {
+        let Some(shared) = counts.shared(slot) else {
             return;
         };
         let Some(pending) = self.pending.get(CpuId::current().as_u32() as usize) else {
-            shared.add(1, Relaxed);
+            add_shared(shared, 1);
             return;
         };
         let entry = &pending.0[slot % PENDING];
         let old = entry.load(Relaxed);
-        if old & !COUNT == tag(slot) && old & COUNT != COUNT {
+        if old & !COUNT == tag(slot) && old & COUNT < SATURATED - 1 {
             // ORDERING: Relaxed: the entry publishes nothing; a count that
-            // leaves it is ordered by the Release in `flush()`.
+            // leaves it is ordered by the Release in `add_shared()`.
             if entry.cmpxchg(old, old.wrapping_add(1), Relaxed).is_ok() {
                 return;
             }
@@ -129,12 +164,12 @@ impl Refs {
         // that a stack hit often takes its entry from a stack hit rarely,
         // while stacks that share an entry and are hit in turn do not trade
         // it on every hit.
-        let before = shared.fetch_add(1, Relaxed);
+        let before = add_shared(shared, 1);
         if old == 0 || before.wrapping_add(1) % TAKE_EVERY == 0 {
             // ORDERING: Relaxed, as above; the count it takes leaves with
-            // the Release in `flush()`.
+            // the Release in `add_shared()`.
             if entry.cmpxchg(old, tag(slot), Relaxed).is_ok() {
-                self.flush(old);
+                self.flush(counts, old);
             }
         }
     }
@@ -142,33 +177,31 @@ impl Refs {
     /// Moves the count of `entry`, just taken from a CPU's cache, to the
     /// shared count of its slot.
     #[inline]
-    fn flush(&self, entry: u64) {
+    fn flush(&self, counts: &impl SharedCounts, entry: u64) {
         let Some(slot) = ((entry >> 32) as usize).checked_sub(1) else {
             return;
         };
-        if let Some(shared) = self.shared.get(slot) {
-            // ORDERING: Release pairs with the Acquire in `read()`: a reader
-            // that sees the count here no longer sees it in the entry.
-            shared.fetch_add(entry & COUNT, Release);
+        if let Some(shared) = counts.shared(slot) {
+            add_shared(shared, entry & COUNT);
         }
     }
 
-    /// Returns the count of `slot`.
+    /// Returns the count of `slot`, whose shared count is in `counts`.
     ///
     /// Exact when no recorder is counting; otherwise it may miss the hits
     /// in flight, and never counts one twice.
-    pub(crate) fn read(&self, slot: usize) -> u64 {
-        // ORDERING: Acquire pairs with the Release in `flush()`, and keeps
-        // the loads of the entries below after this one.
-        let shared = self
-            .shared
-            .get(slot)
-            .map_or(0, |shared| shared.load(Acquire));
+    pub(crate) fn read(&self, counts: &impl SharedCounts, slot: usize) -> u64 {
+        // ORDERING: Acquire pairs with the Release in `add_shared()`, and
+        // keeps the loads of the entries below after this one.
+        let shared = counts
+            .shared(slot)
+            .map_or(0, |shared| shared.load(Acquire) >> SHARED_SHIFT);
         self.pending
             .iter()
             .map(|pending| pending.0[slot % PENDING].load(Relaxed))
             .filter(|&entry| entry & !COUNT == tag(slot))
-            .fold(shared, |sum, entry| sum.saturating_add(entry & COUNT))
+            .fold(shared, |sum, entry| sum + (entry & COUNT))
+            .min(SATURATED)
     }
 
     /// Empties every CPU's entries; part of a reset.

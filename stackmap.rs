@@ -49,7 +49,7 @@ pub(crate) const DEFAULT_BITS: u32 = 14;
 /// that serializes resets.
 #[pin_data]
 pub(crate) struct StackMap<H: StackHash = SeededHash> {
-    /// The slot table and frame arena.
+    /// The stack table and its frame arena.
     table: Table<H>,
     /// Per-CPU counters.
     stats: Stats,

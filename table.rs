@@ -1,24 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The slot protocol: a lock-free, insert-only hash table of stacks.
+//! The stack table: a lock-free, insert-only chained hash table whose stacks
+//! are records in one frame arena.
 //!
-//! A table of `2^(bits + 1)` slots indexes a frame arena sized for `2^bits`
-//! stacks of [`DESIGN_DEPTH`] frames. A stack is stored once, at its own
-//! length, one word per frame; its ref count is kept apart ([`Refs`]), so
-//! that a hit writes no line that lookups read. A slot is one 64-bit word:
-//! the stack's 32-bit hash key, and its record (depth and arena index), so
-//! that one load tells a lookup whether to compare frames.
+//! A record is a header word followed by one word per frame, stored once, at
+//! the stack's own length, where the arena's free space starts. The arena is
+//! sized for `2^bits` stacks of [`DESIGN_DEPTH`] frames; shallower stacks
+//! take less of it, so more of them fit: the arena alone bounds how many
+//! stacks a map holds, and a full map spends a header word per stack besides
+//! the frames. A record's slot, the one its cookie names, is the arena index
+//! of its header.
 //!
-//! Insertion never waits for another CPU. A slot is claimed by a cmpxchg of
-//! its key from 0 (free) to the stack's hash key; the claimer then reserves
-//! arena space with a bounded cmpxchg, copies the frames and publishes the
-//! record with a release store. Whoever finds a matching key whose record is
-//! not yet published reports [`Fallback::Busy`] instead of spinning: from
-//! NMI, the insert in flight may be the one it interrupted. Slots are never
-//! freed within a generation, so a lookup that reaches a free slot knows the
-//! stack is not in the table.
+//! `2^bits` buckets each hold the slot of the last record inserted among the
+//! stacks that hash to the bucket, and each header the slot of the record
+//! inserted before it there: a chain, walked from the bucket. The header
+//! also holds the record's depth, so that a lookup compares only the frames
+//! of records as deep as its stack, and the shared part of its ref count
+//! ([`Refs`]).
 //!
-//! Frames are plain memory: written once by the claimer before it publishes
+//! Insertion never waits for another CPU. The inserter reserves arena space
+//! with a bounded cmpxchg, writes the frames and the header, and links the
+//! record in front of the chain it walked with a cmpxchg of the bucket. If
+//! the bucket changed, it walks the records linked meanwhile: if one of them
+//! is its stack, that record wins and the space reserved stays unused for
+//! the rest of the generation; otherwise it links in front of them. So
+//! within a generation a stack is linked at most once. A linked record is
+//! then marked published, in its header and in a bitmap of the arena's
+//! words that tells readers where published records start. Whoever finds
+//! its stack linked but not yet published reports [`Fallback::Busy`]
+//! instead of spinning: from NMI, the insert in flight may be the one it
+//! interrupted.
+//!
+//! Frames are plain memory: written once by the inserter before it links
 //! them, then only read. Every reader runs in an RCU read-side critical
 //! section and first checks that the table's gate is open; a reset closes
 //! the gate and waits for a grace period before it clears the table, so no
@@ -28,7 +41,7 @@ use crate::{
     cookie::{next_generation, Cookie},
     hash::StackHash,
     platform::{storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word},
-    refs::Refs,
+    refs::{Refs, SharedCounts, FIRST_COUNT},
 };
 use kernel::prelude::*;
 
@@ -38,7 +51,7 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// The stack depth the arena is sized for: `2^bits` stacks of this depth fit.
 pub(crate) const DESIGN_DEPTH: usize = 16;
 
-/// How many slots a lookup examines before it gives up.
+/// The most records a chain holds, all of which a lookup may examine.
 pub(crate) const MAX_PROBE: usize = 32;
 
 /// Smallest and largest accepted `bits`.
@@ -46,22 +59,24 @@ pub(crate) const BITS_MIN: u32 = 10;
 /// See [`BITS_MIN`].
 pub(crate) const BITS_MAX: u32 = 18;
 
-/// Bits of a slot's record that hold the arena index of the first frame;
-/// the depth is above them.
-const INDEX_BITS: u32 = 24;
+/// Words of a record besides its frames: the header.
+const HEADER_WORDS: usize = 1;
 
-/// Bit of a slot's record set once the record is published, so that a
-/// published record is never 0.
-const PUBLISHED: u32 = 1 << 31;
+/// Bits of a header that hold the slot of the next record of the chain;
+/// the depth is above them. Slot 0 is never a record, so 0 ends a chain.
+const NEXT_BITS: u32 = 24;
 
-/// The record of a slot whose claimer found no room in the arena.
-const RECORD_DEAD: u32 = u32::MAX;
+/// Mask of a header's depth, once shifted down by [`NEXT_BITS`].
+const DEPTH_MASK: u64 = 0x7f;
 
-// Every arena index, up to the arena's length (where a record of no frames
-// may start), fits below the depth, every depth below the published bit,
-// and a real record never looks dead.
-const _: () = assert!((1 << BITS_MAX) * DESIGN_DEPTH < 1 << INDEX_BITS);
-const _: () = assert!(MAX_DEPTH < ((RECORD_DEAD & !PUBLISHED) >> INDEX_BITS) as usize);
+/// Bit of a header set once the record is published.
+const PUBLISHED: u64 = 1 << 31;
+
+// Every slot fits below the depth, every depth below the published bit.
+const _: () =
+    assert!((1 << BITS_MAX) * (DESIGN_DEPTH + HEADER_WORDS) + HEADER_WORDS <= 1 << NEXT_BITS);
+const _: () = assert!(MAX_DEPTH as u64 <= DEPTH_MASK);
+const _: () = assert!(DEPTH_MASK << NEXT_BITS < PUBLISHED);
 
 /// Bit of [`Table::state`] set while a reset runs: the gate is closed.
 const CLOSED: u64 = 1;
@@ -69,7 +84,8 @@ const CLOSED: u64 = 1;
 /// Why a stack got no cookie; the caller records it in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fallback {
-    /// No free slot within [`MAX_PROBE`] probes, or no room left in the arena.
+    /// No room left in the arena, or the stack's chain is longer than
+    /// [`MAX_PROBE`].
     Full,
     /// The same stack is being inserted right now, perhaps by the context
     /// this one interrupted.
@@ -98,68 +114,35 @@ impl Found {
     }
 }
 
-/// One entry of the open-addressed slot table: the hash key of its stack in
-/// the high half, the record in the low half.
-///
-/// # Invariants
-///
-/// - The key goes from 0 to a non-zero hash key once per generation, with
-///   the record still 0.
-/// - The record goes from 0 to a packed record ([`pack`]) or to
-///   [`RECORD_DEAD`] once per generation, written by the CPU that set the
-///   key; a published record is never written again in the generation.
-/// - The slot returns to 0 only in [`Table::clear`], while the gate is closed
-///   and no recorder is inside.
-pub(crate) struct Slot(Atomic<u64>);
-
-impl Slot {
-    /// Returns the slot word of `key` and `record`.
-    fn word(key: u32, record: u32) -> u64 {
-        (u64::from(key) << 32) | u64::from(record)
-    }
+/// Returns the low half of the header of a record of `depth` frames whose
+/// chain goes on at slot `next`.
+fn link(next: usize, depth: usize) -> u64 {
+    ((depth as u64) << NEXT_BITS) | next as u64
 }
 
-/// Returns the slot where the probe for a stack of hash `hash` starts, in a
-/// table of `mask + 1` slots.
-///
-/// The slot comes from the low bits of the hash and the key ([`key`]) from
-/// the high half, so that stacks that share a home slot still differ in
-/// their keys.
+/// Returns the slot of the next record of the chain, from a header.
+fn next(header: u64) -> usize {
+    (header & ((1 << NEXT_BITS) - 1)) as usize
+}
+
+/// Returns the depth of a record, from its header.
+fn depth(header: u64) -> usize {
+    ((header >> NEXT_BITS) & DEPTH_MASK) as usize
+}
+
+/// Returns the bucket of a stack of hash `hash`, in a table of `mask + 1`
+/// buckets.
 #[inline]
-pub(crate) fn home(hash: u64, mask: usize) -> usize {
+pub(crate) fn bucket(hash: u64, mask: usize) -> usize {
     hash as usize & mask
-}
-
-/// Returns the key of a stack of hash `hash`: never 0, which marks a free
-/// slot.
-#[inline]
-fn key(hash: u64) -> u32 {
-    match (hash >> 32) as u32 {
-        0 => 1,
-        k => k,
-    }
-}
-
-/// Packs the record of a stack of `depth` frames whose first frame is at
-/// arena index `first`: never 0.
-fn pack(first: usize, depth: usize) -> u32 {
-    PUBLISHED | ((depth as u32) << INDEX_BITS) | first as u32
-}
-
-/// Unpacks a record: the arena index of its first frame, and its depth.
-fn unpack(record: u32) -> (usize, usize) {
-    (
-        (record & ((1 << INDEX_BITS) - 1)) as usize,
-        ((record & !PUBLISHED) >> INDEX_BITS) as usize,
-    )
 }
 
 /// Returns whether the frames `stored` in a record are `frames`.
 ///
-/// Called once the 32-bit key and the depth matched, when the frames differ
-/// about once in 2^32: the comparison folds the differences of all frames
-/// together and tests once at the end, rather than branching on every frame
-/// to stop early.
+/// Called for the records of the stack's bucket that are as deep as it,
+/// which with a few records per bucket are mostly the stack itself: the
+/// comparison folds the differences of all frames together and tests once
+/// at the end, rather than branching on every frame to stop early.
 #[inline]
 fn same(stored: &[u64], frames: &[usize]) -> bool {
     stored.len() == frames.len()
@@ -170,12 +153,26 @@ fn same(stored: &[u64], frames: &[usize]) -> bool {
             == 0
 }
 
+/// What a walk along a chain found.
+enum Walk {
+    /// The published record in this slot holds the stack.
+    Found(usize),
+    /// A record that holds the stack is linked but not yet published.
+    Busy,
+    /// The stack is not among the records walked, this many, to the end.
+    Missing(usize),
+    /// The walk gave up before the end.
+    TooLong,
+}
+
 /// A stack read back from the table.
 pub(crate) struct Record<'a> {
     /// The slot of the stack.
     slot: usize,
-    /// The ref counts of the table.
+    /// The CPUs' caches of ref counts of the table.
     refs: &'a Refs,
+    /// The headers of the table's records.
+    headers: Headers<'a>,
     /// The frames, in the arena.
     frames: &'a [u64],
 }
@@ -185,7 +182,7 @@ impl Record<'_> {
     ///
     /// Adds up every CPU's count, so only readers that show it call it.
     pub(crate) fn refs(&self) -> u64 {
-        self.refs.read(self.slot)
+        self.refs.read(&self.headers, self.slot)
     }
 
     /// Returns the number of frames.
@@ -212,18 +209,48 @@ impl Record<'_> {
 #[repr(align(64))]
 struct Reservations(Atomic<u64>);
 
+/// The headers of the arena's records, which hold the shared ref counts.
+#[derive(Clone, Copy)]
+struct Headers<'a>(&'a [Word]);
+
+impl Headers<'_> {
+    /// Returns the header of the record in `slot`, or `None` if `slot` is
+    /// outside the arena.
+    ///
+    /// Any word of the arena may be viewed as a header: a reader only does
+    /// so for slots a cookie or the published bitmap names, an inserter for
+    /// the header it reserved.
+    #[inline]
+    fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
+        let word = self.0.get(slot)?;
+        // SAFETY: The pointer is valid and aligned for a `u64` as long as
+        // the arena; a header is only ever accessed atomically within a
+        // generation (its frames are plain, but are other words), and a
+        // reset waits for every accessor before the word is reused.
+        Some(unsafe { Atomic::from_ptr(word.as_ptr()) })
+    }
+}
+
+impl SharedCounts for Headers<'_> {
+    #[inline]
+    fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
+        self.get(slot)
+    }
+}
+
 /// The table and its arena.
 pub(crate) struct Table<H> {
-    /// The slots; their number is a power of two.
-    slots: Storage<Slot>,
-    /// How often the stack in each slot was recorded, indexed as `slots`:
-    /// set to 1 by the claimer before it publishes the record, then only
-    /// added to. Apart from the slots and the frames, so that no line a hit
-    /// writes is one that lookups on other CPUs read.
-    refs: Refs,
-    /// The frames of the stored stacks.
+    /// The slot of the last record linked in each bucket, 0 if none; their
+    /// number is a power of two.
+    buckets: Storage<Atomic<u32>>,
+    /// The records; word 0 is never one.
     arena: Storage<Word>,
-    /// Reservations so far: records in the high half, arena words in the low.
+    /// One bit per word of `arena`, set once a record published there.
+    published: Storage<Atomic<u64>>,
+    /// The CPUs' caches of ref counts.
+    refs: Refs,
+    /// Records published so far in the high half, arena words reserved in
+    /// the low.
     used: Reservations,
     /// The generation in the high half, and [`CLOSED`] while a reset runs.
     state: Atomic<u64>,
@@ -237,23 +264,22 @@ impl<H: StackHash> Table<H> {
         if !(BITS_MIN..=BITS_MAX).contains(&bits) {
             return Err(EINVAL);
         }
-        let slots = storage(1 << (bits + 1), || Slot(Atomic::new(0)))?;
-        let refs = Refs::new(slots.len())?;
-        let arena = storage((1 << bits) * DESIGN_DEPTH, Word::new)?;
+        let words = HEADER_WORDS + (1 << bits) * (DESIGN_DEPTH + HEADER_WORDS);
         Ok(Self {
-            slots,
-            refs,
-            arena,
-            used: Reservations(Atomic::new(0)),
+            buckets: storage(1 << bits, || Atomic::new(0))?,
+            arena: storage(words, Word::new)?,
+            published: storage(words.div_ceil(64), || Atomic::new(0))?,
+            refs: Refs::new()?,
+            used: Reservations(Atomic::new(HEADER_WORDS as u64)),
             state: Atomic::new(u64::from(generation) << 32),
             hash,
         })
     }
 
-    /// Returns how many stacks the arena is sized for.
+    /// Returns how many stacks of [`DESIGN_DEPTH`] frames the arena holds;
+    /// it holds more of shallower ones.
     pub(crate) fn capacity(&self) -> usize {
-        // Two slots per stack (the table is at most half full).
-        self.slots.len() / 2
+        self.buckets.len()
     }
 
     /// Returns `log2` of [`Self::capacity`].
@@ -261,16 +287,18 @@ impl<H: StackHash> Table<H> {
         self.capacity().trailing_zeros()
     }
 
-    /// Returns the number of slots.
+    /// Returns the number of buckets.
     pub(crate) fn slot_count(&self) -> usize {
-        self.slots.len()
+        self.buckets.len()
     }
 
-    /// Returns the bytes the slots, the ref counts and the arena occupy.
+    /// Returns the bytes the buckets, the arena, its bitmap and the ref
+    /// count caches occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.len() * size_of::<Slot>()
-            + self.refs.memory_bytes()
+        self.buckets.len() * size_of::<Atomic<u32>>()
             + self.arena.len() * size_of::<Word>()
+            + self.published.len() * size_of::<Atomic<u64>>()
+            + self.refs.memory_bytes()
     }
 
     /// Returns the number of stacks stored in this generation.
@@ -280,7 +308,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the arena bytes used by the records of this generation.
     pub(crate) fn arena_bytes_used(&self) -> usize {
-        (self.used.0.load(Relaxed) as u32 as usize) * size_of::<Word>()
+        (self.used.0.load(Relaxed) as u32 as usize - HEADER_WORDS) * size_of::<Word>()
     }
 
     /// Returns the current generation.
@@ -300,6 +328,12 @@ impl<H: StackHash> Table<H> {
         (state & CLOSED == 0).then_some((state >> 32) as u32)
     }
 
+    /// Returns the headers of the arena's records.
+    #[inline]
+    fn headers(&self) -> Headers<'_> {
+        Headers(&self.arena)
+    }
+
     /// Returns the cookie of `frames`, inserting the stack if it is new.
     ///
     /// Never sleeps, never allocates and never waits for another CPU, so it
@@ -309,7 +343,7 @@ impl<H: StackHash> Table<H> {
     ///
     /// Always inlined: outside the tests its one caller is the entry point
     /// ftrace calls for every recorded stack, and the insertion it would
-    /// otherwise drag along is kept out of line in `claim()`.
+    /// otherwise drag along is kept out of line in `insert()`.
     #[inline(always)]
     pub(crate) fn lookup_or_insert(
         &self,
@@ -323,91 +357,98 @@ impl<H: StackHash> Table<H> {
             return Err(Fallback::Reset);
         };
         let hash = self.hash.hash(frames);
-        let key = key(hash);
-        let slots = &*self.slots;
-        // The number of slots is a power of two, never 0.
-        let mask = slots.len().wrapping_sub(1);
-        let mut index = home(hash, mask);
-
-        for _ in 0..MAX_PROBE {
-            let Some(slot) = slots.get(index) else {
-                break;
-            };
-            // ORDERING: Acquire pairs with the Release that published the
-            // record in `claim()`: its frames are visible.
-            let mut word = slot.0.load(Acquire);
-            if word == 0 {
-                match self.claim(slot, index, key, frames) {
-                    Ok(true) => return Ok(Found::Inserted(Cookie::new(generation, index as u32))),
-                    Ok(false) => return Err(Fallback::Full),
-                    // Lost the race for the slot: it may now hold this stack.
-                    // ORDERING: Acquire, as above; the failed cmpxchg orders
-                    // nothing.
-                    Err(()) => word = slot.0.load(Acquire),
-                }
+        // The number of buckets is a power of two, never 0.
+        let mask = self.buckets.len().wrapping_sub(1);
+        let Some(bucket) = self.buckets.get(bucket(hash, mask)) else {
+            return Err(Fallback::Full);
+        };
+        // ORDERING: Acquire pairs with the Release cmpxchg that linked the
+        // chain's first record in `insert()`; every cmpxchg of the bucket is
+        // one, so the records linked before it are visible too.
+        let head = bucket.load(Acquire) as usize;
+        match self.walk(head, 0, MAX_PROBE, frames) {
+            Walk::Found(slot) => {
+                self.refs.hit(&self.headers(), slot);
+                Ok(Found::Hit(Cookie::new(generation, slot as u32)))
             }
-            if (word >> 32) as u32 == key {
-                match word as u32 {
-                    0 => return Err(Fallback::Busy),
-                    RECORD_DEAD => {}
-                    record => {
-                        let (first, depth) = unpack(record);
-                        if depth == frames.len() {
-                            // SAFETY: `record` was published in this
-                            // generation (Acquire above) and the gate was open
-                            // in `_rcu`.
-                            let stored = unsafe { self.frames(first, depth) };
-                            if stored.is_some_and(|stored| same(stored, frames)) {
-                                self.refs.hit(index);
-                                return Ok(Found::Hit(Cookie::new(generation, index as u32)));
-                            }
-                        }
-                    }
-                }
-            }
-            // `index <= mask` never wraps; `wrapping_add()` only spares the
-            // overflow check that the compiler cannot prove useless.
-            index = index.wrapping_add(1) & mask;
+            Walk::Busy => Err(Fallback::Busy),
+            Walk::TooLong => Err(Fallback::Full),
+            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation),
         }
-        Err(Fallback::Full)
     }
 
-    /// Claims the free `slot`, number `index`, for `frames` and publishes
-    /// their record.
+    /// Walks at most `limit` records of a chain, from slot `from` to slot
+    /// `to` (excluded) or to its end, looking for `frames`.
     ///
-    /// Returns `Ok(true)` once published, `Ok(false)` if the slot was
-    /// claimed but the arena had no room, and `Err(())` if another CPU
-    /// claimed the slot first.
+    /// The records were seen linked through an Acquire load of the bucket,
+    /// in the caller's RCU read-side critical section.
+    #[inline(always)]
+    fn walk(&self, from: usize, to: usize, limit: usize, frames: &[usize]) -> Walk {
+        let headers = self.headers();
+        let mut slot = from;
+        for walked in 0..=limit {
+            // Slot 0 ends every chain.
+            if slot == to || slot == 0 {
+                return Walk::Missing(walked);
+            }
+            if walked == limit {
+                break;
+            }
+            // A linked slot is always within the arena: no insert follows a
+            // chain that leaves it.
+            let Some(header) = headers.get(slot) else {
+                return Walk::TooLong;
+            };
+            // ORDERING: Relaxed: the link (Acquire load of the bucket) made
+            // the low half visible, and it does not change once linked; the
+            // high half, the ref count, is not used here.
+            let header = header.load(Relaxed);
+            if depth(header) == frames.len() {
+                // SAFETY: The record is linked (see above) in this generation,
+                // whose gate was open in the caller's critical section.
+                let stored = unsafe { self.frames(slot, frames.len()) };
+                if stored.is_some_and(|stored| same(stored, frames)) {
+                    return if header & PUBLISHED != 0 {
+                        Walk::Found(slot)
+                    } else {
+                        Walk::Busy
+                    };
+                }
+            }
+            slot = next(header);
+        }
+        Walk::TooLong
+    }
+
+    /// Inserts `frames`, which are not in the chain of `len` records that
+    /// starts at slot `head` of `bucket`.
+    ///
+    /// A chain holds at most [`MAX_PROBE`] records, so that a lookup reaches
+    /// every one of them.
     ///
     /// Out of line: a stack is inserted once and then hit many times, and
     /// the hit path stays small enough to inline into the recorder's call.
     #[inline(never)]
-    fn claim(
+    fn insert(
         &self,
-        slot: &Slot,
-        index: usize,
-        key: u32,
+        bucket: &Atomic<u32>,
+        mut head: usize,
+        mut len: usize,
         frames: &[usize],
-    ) -> core::result::Result<bool, ()> {
-        // Refuse before claiming when the arena is already full, so that a
-        // full map does not also burn slots.
-        if !self.has_room(frames.len()) {
-            return Ok(false);
+        generation: u32,
+    ) -> Result<Found, Fallback> {
+        if len >= MAX_PROBE {
+            return Err(Fallback::Full);
         }
-        // ORDERING: Relaxed is enough: the claim publishes nothing, the
-        // record is published by the Release store below.
-        slot.0
-            .cmpxchg(0, Slot::word(key, 0), Relaxed)
-            .map_err(|_| ())?;
-        let Some((first, words)) = self.reserve(frames.len()) else {
-            // INVARIANT: The slot stays claimed but dead for the rest of the
-            // generation, so that no lookup mistakes it for free and inserts
-            // a second copy of a stack stored further along the probe chain.
-            slot.0.store(Slot::word(key, RECORD_DEAD), Release);
-            return Ok(false);
+        let Some((slot, words)) = self.reserve(frames.len()) else {
+            return Err(Fallback::Full);
+        };
+        let headers = self.headers();
+        let Some(header) = headers.get(slot) else {
+            return Err(Fallback::Full);
         };
         // SAFETY: `reserve()` handed `words` to this call alone, and no reader
-        // reaches them before the Release store below publishes them; readers
+        // reaches them before the Release cmpxchg below links them; readers
         // of the previous generation were waited for by the reset that
         // cleared the reservations.
         unsafe {
@@ -415,107 +456,164 @@ impl<H: StackHash> Table<H> {
                 word.as_ptr().write(frame as u64);
             }
         }
-        // No hit counts on the slot before it is published, and the hits of
-        // past generations were waited for by the reset.
-        self.refs.set_first(index);
-        // INVARIANT: Published once, after the frames and the ref count.
-        // ORDERING: Release orders the writes above before the publication,
-        // pairs with the Acquire loads of the slot by readers.
-        slot.0
-            .store(Slot::word(key, pack(first, frames.len())), Release);
-        Ok(true)
-    }
-
-    /// Returns whether a record of `depth` frames would still fit.
-    fn has_room(&self, depth: usize) -> bool {
-        self.room(self.used.0.load(Relaxed), depth).is_some()
-    }
-
-    /// Returns the words the next record, of `depth` frames, would take
-    /// after the reservations `used`, or `None` if the record or the words
-    /// would exceed the limits.
-    fn room(&self, used: u64, depth: usize) -> Option<&[Word]> {
-        if (used >> 32) >= self.capacity() as u64 {
-            return None;
+        // Each failed link is a record linked meanwhile: at most as many as
+        // the chain has room for.
+        loop {
+            // INVARIANT: The low half is final once the cmpxchg below links
+            // the record; until then no one else reads the header.
+            header.store(FIRST_COUNT | link(head, frames.len()), Relaxed);
+            // ORDERING: Release orders the frames and the header before the
+            // link, pairs with the Acquire loads of the bucket by lookups.
+            match bucket.cmpxchg(head as u32, slot as u32, Release) {
+                Ok(_) => {
+                    self.publish(header, slot);
+                    return Ok(Found::Inserted(Cookie::new(generation, slot as u32)));
+                }
+                Err(_) => {
+                    // ORDERING: Acquire, as in `lookup_or_insert()`, to see
+                    // the records linked meanwhile; the failed cmpxchg
+                    // orders nothing.
+                    let current = bucket.load(Acquire) as usize;
+                    match self.walk(current, head, MAX_PROBE - len, frames) {
+                        // The space reserved stays unused: the stack is linked
+                        // once, by whoever linked first.
+                        Walk::Found(found) => {
+                            self.refs.hit(&headers, found);
+                            return Ok(Found::Hit(Cookie::new(generation, found as u32)));
+                        }
+                        Walk::Busy => return Err(Fallback::Busy),
+                        // At least one record was linked meanwhile.
+                        Walk::Missing(linked)
+                            if linked > 0 && len.saturating_add(linked) < MAX_PROBE =>
+                        {
+                            head = current;
+                            len = len.saturating_add(linked);
+                        }
+                        Walk::Missing(_) | Walk::TooLong => return Err(Fallback::Full),
+                    }
+                }
+            }
         }
-        self.arena.get(used as u32 as usize..)?.get(..depth)
     }
 
-    /// Reserves one record of `depth` frames; returns the arena index of its
-    /// first frame and its frame words.
+    /// Marks the record just linked in `slot`, of header `header`, published:
+    /// from now on lookups count hits on it and readers show it.
+    fn publish(&self, header: &Atomic<u64>, slot: usize) {
+        // INVARIANT: Published once, after the link; no hit counts on the
+        // record before, so the store loses no count.
+        // ORDERING: Release orders the frames before the published bit for
+        // the lookups that load the header (they also see them through the
+        // bucket).
+        header.store(header.load(Relaxed) | PUBLISHED, Release);
+        if let Some(word) = self.published.get(slot / 64) {
+            let bit = 1 << (slot % 64);
+            let mut old = word.load(Relaxed);
+            // Bounded: each failure is another record of the same 64 words
+            // being published, and a bit is set only once a generation.
+            for _ in 0..64 {
+                // ORDERING: Release pairs with the Acquire loads of the
+                // bitmap by readers: a reader that sees the bit sees the
+                // record.
+                match word.cmpxchg(old, old | bit, Release) {
+                    Ok(_) => break,
+                    Err(current) => old = current,
+                }
+            }
+        }
+        self.used.0.add(1 << 32, Relaxed);
+    }
+
+    /// Reserves one record of `depth` frames; returns its slot and its frame
+    /// words.
     ///
-    /// Bounded: it retries only when another CPU reserved in between, and
-    /// gives up as soon as the record or the words would exceed the limits.
+    /// Bounded: it retries only when another CPU reserved or published in
+    /// between, and gives up as soon as the record would not fit.
     fn reserve(&self, depth: usize) -> Option<(usize, &[Word])> {
         let mut used = self.used.0.load(Relaxed);
         loop {
-            let words = self.room(used, depth)?;
-            let (records, start) = (used >> 32, used as u32 as usize);
-            // `start` and the record's length are within the arena: their sum
-            // cannot wrap.
-            let next = ((records + 1) << 32) | (start as u64).wrapping_add(words.len() as u64);
+            let slot = used as u32 as usize;
+            let words = self.arena.get(slot + HEADER_WORDS..)?.get(..depth)?;
+            // The record is within the arena: the sum cannot wrap.
+            let next = used.wrapping_add((HEADER_WORDS + depth) as u64);
             // ORDERING: Relaxed: the reservation only hands out disjoint
-            // ranges; publication is ordered by the record's Release store.
+            // ranges; publication is ordered by the link's Release cmpxchg.
             match self.used.0.cmpxchg(used, next, Relaxed) {
-                Ok(_) => return Some((start, words)),
+                Ok(_) => return Some((slot, words)),
                 Err(current) => used = current,
             }
         }
     }
 
-    /// Returns the frames of the record of `depth` frames whose first frame
-    /// is at arena index `first`.
+    /// Returns the frames of the record of `depth` frames in `slot`.
     ///
     /// Returns `None` only if the record does not lie within the arena,
-    /// which a published record always does: one bounds check, and no panic
-    /// on the recording path should a slot ever be corrupted.
+    /// which a linked record always does: one bounds check, and no panic
+    /// on the recording path should a header ever be corrupted.
     ///
     /// # Safety
     ///
-    /// The record must have been published in the current generation, as
-    /// seen by an Acquire load of its slot after [`Table::open`] returned
-    /// the generation, all within an RCU read-side critical section that
-    /// outlives the returned references.
+    /// The record must have been linked in the current generation, as seen
+    /// by an Acquire load of its bucket or of its published bit after
+    /// [`Table::open`] returned the generation, all within an RCU read-side
+    /// critical section that outlives the returned references.
     #[inline]
-    unsafe fn frames(&self, first: usize, depth: usize) -> Option<&[u64]> {
+    unsafe fn frames(&self, slot: usize, depth: usize) -> Option<&[u64]> {
+        let first = slot + HEADER_WORDS;
         let words = self.arena.get(first..first + depth)?;
-        // SAFETY: The frames were written before the publication, and no
-        // reset can let a claimer reuse them before the critical section
-        // ends.
+        // SAFETY: The frames were written before the link, and no reset can
+        // let an inserter reuse them before the critical section ends.
         Some(unsafe { Word::values(words) })
     }
 
+    /// Returns whether a record was published in `slot`.
+    #[inline]
+    fn is_published(&self, slot: usize) -> bool {
+        // ORDERING: Acquire pairs with the Release in `publish()`.
+        self.published
+            .get(slot / 64)
+            .is_some_and(|word| word.load(Acquire) & (1 << (slot % 64)) != 0)
+    }
+
     /// Returns the stack in `slot` if the gate is open, the map is in
-    /// `generation` and the slot holds a published stack.
+    /// `generation` and a stack was published in the slot.
     pub(crate) fn slot<'a>(
         &'a self,
         slot: usize,
         generation: u32,
         _rcu: ReadSection<'a>,
     ) -> Option<Record<'a>> {
-        if self.open()? != generation {
+        if self.open()? != generation || !self.is_published(slot) {
             return None;
         }
-        // ORDERING: Acquire pairs with the publishing Release in `claim()`.
-        let (first, depth) = match self.slots.get(slot)?.0.load(Acquire) as u32 {
-            0 | RECORD_DEAD => return None,
-            record => unpack(record),
-        };
+        // ORDERING: Relaxed: the published bit (Acquire above) made the
+        // header's low half visible, which does not change once published.
+        let header = self.headers().get(slot)?.load(Relaxed);
         // SAFETY: Published (Acquire above) after the gate was seen open,
         // within `_rcu`, which outlives the record.
-        let frames = unsafe { self.frames(first, depth) }?;
+        let frames = unsafe { self.frames(slot, depth(header)) }?;
         Some(Record {
             slot,
             refs: &self.refs,
+            headers: self.headers(),
             frames,
         })
     }
 
-    /// Returns the first slot at or after `slot` that holds a published
-    /// stack.
+    /// Returns the first slot at or after `slot` where a stack was
+    /// published.
     pub(crate) fn next_populated(&self, slot: usize) -> Option<usize> {
-        (slot..self.slots.len())
-            .find(|&s| !matches!(self.slots[s].0.load(Relaxed) as u32, 0 | RECORD_DEAD))
+        let mut index = slot / 64;
+        // The bits of the first word below `slot` do not count.
+        let mut mask = u64::MAX << (slot % 64);
+        while let Some(word) = self.published.get(index) {
+            let bits = word.load(Relaxed) & mask;
+            if bits != 0 {
+                return Some(index * 64 + bits.trailing_zeros() as usize);
+            }
+            index += 1;
+            mask = u64::MAX;
+        }
+        None
     }
 
     /// Closes the gate: from now on recorders and readers fall back.
@@ -540,12 +638,17 @@ impl<H: StackHash> Table<H> {
     /// Must run between [`Table::begin_reset`] and [`Table::finish_reset`],
     /// once no recorder or reader is inside.
     pub(crate) fn clear(&self) {
-        for slot in self.slots.iter() {
+        for bucket in self.buckets.iter() {
             // INVARIANT: The gate is closed and no recorder is inside.
-            slot.0.store(0, Relaxed);
+            bucket.store(0, Relaxed);
+        }
+        // Only the words up to the reservations can have a published bit.
+        let used = self.used.0.load(Relaxed) as u32 as usize;
+        for word in self.published.iter().take(used.div_ceil(64)) {
+            word.store(0, Relaxed);
         }
         self.refs.clear();
-        self.used.0.store(0, Relaxed);
+        self.used.0.store(HEADER_WORDS as u64, Relaxed);
     }
 
     /// Moves to the next generation and opens the gate again.

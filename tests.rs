@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit tests of the stackmap's table: the rules of the slot protocol,
-//! checked in the booted kernel.
+//! KUnit tests of the stackmap's table: the rules of its protocol, checked
+//! in the booted kernel.
 
 use kernel::prelude::*;
 
@@ -11,9 +11,9 @@ mod cases {
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
-        refs::{Refs, PENDING},
+        refs::{Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED},
         table::{
-            home, Fallback, Found, Record, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE,
+            bucket, Fallback, Found, Record, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE,
         },
         StackMap,
     };
@@ -25,10 +25,8 @@ mod cases {
         workqueue,
     };
 
-    /// A hash that sends every stack to the same slot with the same key, so
-    /// that only the full comparison of frames tells stacks apart. In a map
-    /// of 2^`BITS_MIN` stacks the slot is 16 from the end of the table, so
-    /// the probes also wrap around.
+    /// A hash that sends every stack to the same bucket, so that only the
+    /// full comparison of frames tells stacks apart.
     struct CollidingHash;
 
     impl StackHash for CollidingHash {
@@ -49,9 +47,8 @@ mod cases {
     }
 
     /// The hash seed of the maps the tests make, fixed so that every run
-    /// places the stacks alike: near capacity, a random seed leaves a
-    /// stack without a free slot within `MAX_PROBE` once in a few hundred
-    /// maps, and the outcome of a test must not depend on the boot.
+    /// places the stacks alike: the outcome of a test that fills a map must
+    /// not depend on how long the chains of that boot's seed are.
     const SEED: u64 = 0x5eed_5eed_5eed_5eed;
 
     fn map(bits: u32) -> Arc<StackMap> {
@@ -72,13 +69,13 @@ mod cases {
     /// copies of each it found.
     fn copies_stored<H: StackHash>(map: &StackMap<H>, stacks: usize) -> KVec<u32> {
         let mut copies = KVec::from_elem(0u32, stacks, GFP_KERNEL).expect("alloc");
-        for slot in 0..map.table().slot_count() {
-            let Some(frames) = stored(map, slot) else {
-                continue;
-            };
+        let mut next = 0;
+        while let Some(slot) = map.table().next_populated(next) {
+            let frames = stored(map, slot).expect("a published slot resolves");
             let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
             assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
             copies[id] += 1;
+            next = slot + 1;
         }
         copies
     }
@@ -135,34 +132,88 @@ mod cases {
         assert_eq!(refs(&map, first.cookie()), Some(6));
     }
 
+    /// Shared counts kept apart from any table, one word per slot, with
+    /// the low halves set, as a table's headers have them.
+    struct Counts(KVec<Atomic<u64>>);
+
+    impl Counts {
+        const LOW: u64 = 0x0c0f_fee0;
+
+        fn new(slots: usize) -> Self {
+            let mut words = KVec::with_capacity(slots, GFP_KERNEL).expect("alloc");
+            for _ in 0..slots {
+                words.push(Atomic::new(0), GFP_KERNEL).expect("alloc");
+            }
+            Self(words)
+        }
+
+        /// Counts the stack in `slot` once: it was just inserted.
+        fn set_first(&self, slot: usize) {
+            self.0[slot].store(FIRST_COUNT | Self::LOW, Relaxed);
+        }
+
+        /// Checks that the counts left the low halves alone.
+        fn lows_intact(&self) -> bool {
+            self.0
+                .iter()
+                .all(|w| matches!(w.load(Relaxed) & 0xffff_ffff, 0 | Self::LOW))
+        }
+    }
+
+    impl SharedCounts for Counts {
+        fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
+            self.0.get(slot)
+        }
+    }
+
     #[test]
     fn ref_counts_add_up_when_stacks_take_each_others_entries() {
-        let refs = Refs::new(4 * PENDING).expect("alloc");
+        let refs = Refs::new().expect("alloc");
+        let counts = Counts::new(4 * PENDING);
         // Two slots that share each CPU's entry, hit in turn: `a` takes the
         // free entry, `b` counts on its shared count until it has counted
         // enough there to take the entry, then `a` does, and so on.
         let (a, b) = (3, 3 + PENDING);
-        refs.set_first(a);
-        refs.set_first(b);
+        counts.set_first(a);
+        counts.set_first(b);
         for _ in 0..300 {
-            refs.hit(a);
-            refs.hit(b);
+            refs.hit(&counts, a);
+            refs.hit(&counts, b);
         }
         for _ in 0..5 {
-            refs.hit(a);
+            refs.hit(&counts, a);
         }
-        assert_eq!(refs.read(a), 306);
-        assert_eq!(refs.read(b), 301);
+        assert_eq!(refs.read(&counts, a), 306);
+        assert_eq!(refs.read(&counts, b), 301);
         // A slot that shares no entry with them counts apart.
-        refs.set_first(a + 1);
-        assert_eq!(refs.read(a + 1), 1);
+        counts.set_first(a + 1);
+        assert_eq!(refs.read(&counts, a + 1), 1);
+        assert!(counts.lows_intact());
         // A reset empties the entries: the next stack in slot `a` starts
         // from its own first count, whatever the old one left behind.
         refs.clear();
-        refs.set_first(a);
-        assert_eq!(refs.read(a), 1);
-        refs.hit(a);
-        assert_eq!(refs.read(a), 2);
+        counts.set_first(a);
+        assert_eq!(refs.read(&counts, a), 1);
+        refs.hit(&counts, a);
+        assert_eq!(refs.read(&counts, a), 2);
+    }
+
+    #[test]
+    fn ref_counts_saturate() {
+        let refs = Refs::new().expect("alloc");
+        let (slot, other) = (1, 1 + PENDING);
+        let counts = Counts::new(other + 1);
+        // `other` takes the CPU's entry that `slot` would use, so that the
+        // hits below count on `slot`'s shared count, which is full.
+        counts.set_first(other);
+        refs.hit(&counts, other);
+        counts.0[slot].store((SATURATED << 32) | Counts::LOW, Relaxed);
+        for _ in 0..10 {
+            refs.hit(&counts, slot);
+        }
+        assert_eq!(refs.read(&counts, slot), SATURATED);
+        assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
+        assert!(counts.lows_intact());
     }
 
     #[test]
@@ -186,7 +237,7 @@ mod cases {
     }
 
     #[test]
-    fn colliding_hashes_compare_frames_and_probe_on() {
+    fn colliding_hashes_compare_frames_along_the_chain() {
         let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
         let mut cookies = KVec::new();
         for id in 0..MAX_PROBE {
@@ -212,7 +263,8 @@ mod cases {
         for id in 0..MAX_PROBE {
             lookup(&map, &stack(id, 4)).expect("insert");
         }
-        // The probe sequence is exhausted: the next new stack falls back.
+        // The chain is as long as lookups walk: the next new stack falls
+        // back.
         assert_eq!(lookup(&map, &stack(MAX_PROBE, 4)), Err(Fallback::Full));
         assert_eq!(map.table().entries(), MAX_PROBE);
         for id in 0..MAX_PROBE {
@@ -221,71 +273,80 @@ mod cases {
         assert_eq!(map.stats().totals().full, 1);
     }
 
+    /// Returns the arena words a map of `2^bits` stacks has for records.
+    fn record_words(bits: u32) -> usize {
+        (1 << bits) * (DESIGN_DEPTH + 1)
+    }
+
     #[test]
     fn full_arena_falls_back_and_corrupts_nothing() {
         let map = map(BITS_MIN);
-        let capacity = map.table().capacity();
-        // Stacks of MAX_DEPTH frames fill the arena long before the table.
-        // The last one is two frames short: two words stay free.
-        let fit = capacity * DESIGN_DEPTH / MAX_DEPTH;
-        let depth = |id| MAX_DEPTH - 2 * usize::from(id == fit - 1);
+        // Records of MAX_DEPTH frames and a header; `left` words stay free.
+        let fit = record_words(BITS_MIN) / (MAX_DEPTH + 1);
+        let left = record_words(BITS_MIN) - fit * (MAX_DEPTH + 1);
+        assert!(left > 0);
         let mut cookies = KVec::new();
         for id in 0..fit {
-            let c = lookup(&map, &stack(id, depth(id))).expect("fits").cookie();
+            let c = lookup(&map, &stack(id, MAX_DEPTH)).expect("fits").cookie();
             cookies.push(c, GFP_KERNEL).expect("alloc");
         }
         assert_eq!(lookup(&map, &stack(fit, MAX_DEPTH)), Err(Fallback::Full));
-        assert_eq!(lookup(&map, &stack(fit + 1, 3)), Err(Fallback::Full));
-        // A shallow stack still fits in what is left.
-        assert!(lookup(&map, &stack(fit + 2, 2)).is_ok());
+        assert_eq!(lookup(&map, &stack(fit + 1, left)), Err(Fallback::Full));
+        // A shallower stack still fits in what is left, and then nothing.
+        assert!(lookup(&map, &stack(fit + 2, left - 1)).is_ok());
+        assert_eq!(lookup(&map, &stack(fit + 3, 0)), Err(Fallback::Full));
+        assert_eq!(map.stats().totals().full, 3);
         for (id, c) in cookies.iter().enumerate() {
             assert_eq!(
                 resolve(&map, *c).expect("resolves")[..],
-                stack(id, depth(id))[..]
+                stack(id, MAX_DEPTH)[..]
             );
         }
-        assert!(map.table().arena_bytes_used() <= map.table().memory_bytes());
+        assert_eq!(map.table().arena_bytes_used(), 8 * record_words(BITS_MIN));
     }
 
     #[test]
-    fn capacity_bounds_the_number_of_stacks() {
+    fn capacity_counts_stacks_of_the_design_depth_and_more_fit_shallower() {
         let map = map(BITS_MIN);
         let capacity = map.table().capacity();
         for id in 0..capacity {
-            lookup(&map, &stack(id, 1)).expect("fits");
+            lookup(&map, &stack(id, DESIGN_DEPTH)).expect("fits");
         }
-        assert_eq!(lookup(&map, &stack(capacity, 1)), Err(Fallback::Full));
+        assert_eq!(lookup(&map, &stack(capacity, 0)), Err(Fallback::Full));
         assert_eq!(map.table().entries(), capacity);
+        // Stacks of 3 frames take 4 words: four times as many fit.
+        let map = self::map(BITS_MIN);
+        let mut id = 0;
+        while lookup(&map, &stack(id, 3)).is_ok() {
+            id += 1;
+        }
+        assert_eq!(id, record_words(BITS_MIN) / 4);
+        assert_eq!(map.table().entries(), id);
+        assert_eq!(map.stats().totals().full, 1);
     }
 
-    /// Fills a map to its capacity (half of its slots) and measures how far
-    /// each stack sits from its home slot: the extra probes a hit costs
+    /// Fills a map with as many stacks as it has buckets and measures how
+    /// far along its chain each one sits: the records a hit walks past
     /// (read by `make bench`).
     #[test]
     fn probe_lengths_at_capacity() {
         let hash = SeededHash::new(SEED);
         let map = map(BITS_MIN);
         let table = map.table();
-        for id in 0..table.capacity() {
-            assert!(matches!(
-                lookup(&map, &stack(id, 8)),
-                Ok(Found::Inserted(_))
-            ));
+        let buckets = table.slot_count();
+        let mut chains = KVec::from_elem(0usize, buckets, GFP_KERNEL).expect("alloc");
+        for id in 0..buckets {
+            let s = stack(id, 8);
+            assert!(matches!(lookup(&map, &s), Ok(Found::Inserted(_))));
+            chains[bucket(hash.hash(&s), buckets - 1)] += 1;
         }
-        let mask = table.slot_count() - 1;
-        let (mut sum, mut max) = (0, 0);
-        for slot in 0..table.slot_count() {
-            let Some(frames) = stored(&map, slot) else {
-                continue;
-            };
-            let home = home(hash.hash(&frames), mask);
-            let distance = slot.wrapping_sub(home) & mask;
-            sum += distance;
-            max = max.max(distance);
-        }
-        let mean_x100 = 100 * sum / table.capacity();
-        pr_info!("stackmap_bench: load 50% probe_mean_x100 {mean_x100} probe_max {max}\n");
-        // Linear probing at load 1/2 averages half a slot of displacement.
+        // A chain of `n` records has the stacks inserted last first: the
+        // hits on its stacks walk past 0 to `n - 1` others.
+        let sum: usize = chains.iter().map(|&n| n * n.saturating_sub(1) / 2).sum();
+        let max = chains.iter().max().map_or(0, |&n| n.saturating_sub(1));
+        let mean_x100 = 100 * sum / buckets;
+        pr_info!("stackmap_bench: at capacity probe_mean_x100 {mean_x100} probe_max {max}\n");
+        // As many stacks as buckets: half a record walked past on average.
         assert!(mean_x100 < 100);
         assert!(max < MAX_PROBE);
     }
@@ -434,28 +495,30 @@ mod cases {
     fn stacks_take_their_own_length_and_the_rest_is_fixed() {
         let map = map(crate::DEFAULT_BITS);
         let table = map.table();
-        for depth in [1, 8, 16, 32, MAX_DEPTH] {
+        for depth in [0, 1, 8, 16, 32, MAX_DEPTH] {
             let before = table.arena_bytes_used();
             lookup(&map, &stack(depth, depth)).expect("insert");
             let bytes = table.arena_bytes_used() - before;
-            // The record: one word per frame, nothing else.
-            assert_eq!(bytes, 8 * depth);
+            // The record: a header word and one word per frame.
+            assert_eq!(bytes, 8 * (depth + 1));
         }
-        // The rest is sized by the capacity, whatever is stored: two slots
-        // and two ref counts, 8 bytes each, per stack of capacity, as
+        // The rest is sized by the capacity, whatever is stored: a 4-byte
+        // bucket per stack of capacity and a bit per arena word, as
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
         let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
-        let arena = table.capacity() * DESIGN_DEPTH * 8;
-        let share = (table.memory_bytes() - caches - arena) / table.capacity();
-        assert_eq!(share, 32);
+        let words = 1 + record_words(crate::DEFAULT_BITS);
+        let buckets = 4 * table.capacity();
+        let bitmap = 8 * words.div_ceil(64);
+        assert_eq!(table.memory_bytes(), 8 * words + bitmap + buckets + caches);
         pr_info!(
-            "stackmap: depth d costs 8 * d bytes of arena plus {} bytes of slots and ref counts; \
-             bits {}: {} bytes for {} stacks\n",
-            share,
+            "stackmap: depth d costs 8 * d + 8 bytes of arena, the arena is sized for {} stacks \
+             of depth {}, with {} bytes of buckets and bitmap per stack; bits {}: {} bytes\n",
+            table.capacity(),
+            DESIGN_DEPTH,
+            (buckets + bitmap) / table.capacity(),
             table.bits(),
             map.memory_bytes(),
-            table.capacity()
         );
     }
 
@@ -463,7 +526,7 @@ mod cases {
     fn bits_out_of_range_are_rejected() {
         assert!(StackMap::new(BITS_MIN - 1, None).is_err());
         assert!(StackMap::new(BITS_MAX + 1, None).is_err());
-        assert_eq!(map(BITS_MIN).table().slot_count(), 2 << BITS_MIN);
+        assert_eq!(map(BITS_MIN).table().slot_count(), 1 << BITS_MIN);
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
                 map.stats().totals(),
             )
         }
-        None => (0, 0, 1 << bits, 2 << bits, 0, 0, Totals::default()),
+        None => (0, 0, 1 << bits, 1 << bits, 0, 0, Totals::default()),
     };
     seq_print!(m, "generation: {generation}\n");
     seq_print!(m, "entries: {entries}\n");

@@ -17,13 +17,15 @@ REFERENCE_BYTES_PER_STACK = 520
 
 
 def arena_depth():
-    """The depth table.rs sizes the frame arena for: 2^bits stacks of it."""
+    """The depth table.rs sizes the frame arena for: 2^bits stacks of it,
+    each record a header word and a word per frame."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "table.rs")
     with open(path) as f:
         return int(re.search(r"const DESIGN_DEPTH: usize = (\d+);", f.read()).group(1))
 
 
 ARENA_DEPTH = arena_depth()
+RECORD_HEADER_WORDS = 1
 # Ring buffer bytes of an event with no payload: the event header and the
 # trace_entry. A kernel_stack event adds 8 (its size and pad) besides its
 # frames, a stack_cookie event its 8-byte cookie; an event with a payload
@@ -154,8 +156,9 @@ def main():
 
     print()
     print("Map memory and dedup at the end of each workload; 'full map' is the")
-    print("footprint per stack of a map that holds as many stacks of the workload's")
-    print(f"average depth as fit ({ARENA_DEPTH} frames of arena and 2 slots per stack of capacity)")
+    print("footprint per stack of a map whose arena holds as many stacks of the workload's")
+    print(f"average depth as fit (arena: {ARENA_DEPTH + RECORD_HEADER_WORDS} words per stack "
+          f"of capacity, a record: a header word and a word per frame)")
     print(f"{'workload':9} {'stacks':>7} {'recorded':>9} {'dedup':>7} {'avg depth':>9} "
           f"{'footprint/stack':>15} {'full map':>8} {'budget':>7} {'ref':>5}")
     for w, m in sorted(data["map"].items()):
@@ -166,16 +169,19 @@ def main():
         recorded = sum(m.get(k, 0) for k in ("hits", "inserts", "fallback_full",
                                               "fallback_busy", "fallback_depth",
                                               "fallback_reset"))
-        depth = m["stack_bytes"] / stacks / 8
+        # stack_bytes counts the records, headers included (and the rare
+        # reservation left unused by an insert that lost a race).
+        depth = m["stack_bytes"] / stacks / 8 - RECORD_HEADER_WORDS
         budget = 8 * depth + 16
         footprint = m["memory_bytes"] / stacks
-        # The same map, full of stacks of this depth: the arena or the
-        # capacity, whichever runs out first, bounds their number. What the
-        # map holds besides the arena is spread over its capacity.
+        # The same map, full of stacks of this depth: the arena bounds
+        # their number. What the map holds besides the arena is spread
+        # over them.
         capacity = m["capacity"]
-        fitting = min(capacity, capacity * ARENA_DEPTH // max(depth, 1))
+        arena_words = capacity * (ARENA_DEPTH + RECORD_HEADER_WORDS)
+        fitting = arena_words // (depth + RECORD_HEADER_WORDS)
         full_map = m["memory_bytes"] / fitting
-        besides_arena = (m["memory_bytes"] - capacity * ARENA_DEPTH * 8) / capacity
+        besides_arena = (m["memory_bytes"] - arena_words * 8) / capacity
         result["memory"][w] = {"stacks": stacks, "avg_depth": depth,
                                "footprint_per_stack": footprint,
                                "stacks_in_full_map": fitting,
@@ -194,10 +200,7 @@ def main():
         detail = f"{full_map:.1f} vs {budget:.1f}"
         if not met:
             detail += (f": {besides_arena:.1f} bytes per stack of capacity besides the arena "
-                       f"(slots and ref counts)")
-            if depth < ARENA_DEPTH:
-                detail += (f", and the arena is sized for {ARENA_DEPTH} frames a stack, "
-                           f"these are {depth:.1f} deep")
+                       f"(buckets and bitmap), and a header word per stack")
         targets.append((f"{w}: memory per stored stack, map full <= 8 * depth + 16",
                         met, detail))
 
@@ -257,12 +260,12 @@ def main():
         result["map_cost"][f"depth{depth}"] = row
         print(f"  depth {depth:2}: hit {k['hit_ns']:.0f}, insert {k['insert_ns']:.0f}{share}")
 
-    probes = data["kernel"].get("load50", {}).get("map")
+    probes = data["kernel"].get("capacity", {}).get("map")
     if probes:
         mean = probes["probe_mean_x100"] / 100
         result["map_cost"]["probes_at_capacity"] = {"mean": mean, "max": probes["probe_max"]}
-        print(f"  probes at capacity (half the slots used): {mean:.2f} extra slots on average, "
-              f"{probes['probe_max']:.0f} at most (limit 32)")
+        print(f"  chains at capacity (as many stacks as buckets): a hit walks past {mean:.2f} "
+              f"records on average, {probes['probe_max']:.0f} at most (limit 32)")
 
     if host:
         print()

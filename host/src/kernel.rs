@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The parts of the kernel crate that the slot table and its counters use,
+//! The parts of the kernel crate that the stack table and its counters use,
 //! implemented on the host's standard library, so that the kernel sources
 //! build unchanged: the atomics take the kernel's ordering arguments and map
 //! them to the C++ memory model, RCU read-side sections cost nothing (this
@@ -188,10 +188,10 @@ pub mod percpu {
 
 /// `kernel::sync`.
 pub mod sync {
-    /// `kernel::sync::atomic`, for `u64`: the orderings are the kernel's
-    /// unit types, mapped to the C++ memory model.
+    /// `kernel::sync::atomic`, for `u64` and `u32`: the orderings are the
+    /// kernel's unit types, mapped to the C++ memory model.
     pub mod atomic {
-        use core::sync::atomic::{AtomicU64, Ordering as Cxx};
+        use core::sync::atomic::Ordering as Cxx;
 
         /// Relaxed ordering.
         #[derive(Clone, Copy)]
@@ -248,44 +248,117 @@ pub mod sync {
             const STORE: Cxx = Cxx::Release;
         }
 
-        /// `kernel::sync::atomic::Atomic`, for `u64` only.
-        #[repr(transparent)]
-        pub struct Atomic<T>(AtomicU64, core::marker::PhantomData<T>);
+        /// The integers an [`Atomic`] holds, with the operations of the
+        /// standard atomic of each, on a pointer to one.
+        pub trait AtomicType: Copy {
+            /// Loads the integer at `p`.
+            ///
+            /// # Safety
+            ///
+            /// `p` must be valid and aligned, and only accessed atomically.
+            unsafe fn load(p: *mut Self, o: Cxx) -> Self;
+            /// Stores `v` at `p`; see [`AtomicType::load`].
+            unsafe fn store(p: *mut Self, v: Self, o: Cxx);
+            /// Compares and exchanges at `p`; see [`AtomicType::load`].
+            unsafe fn cmpxchg(
+                p: *mut Self,
+                old: Self,
+                new: Self,
+                o: (Cxx, Cxx),
+            ) -> Result<Self, Self>;
+            /// Adds `v` at `p`; see [`AtomicType::load`].
+            unsafe fn fetch_add(p: *mut Self, v: Self, o: Cxx) -> Self;
+        }
 
-        impl Atomic<u64> {
+        macro_rules! atomic_type {
+            ($t:ty, $repr:ty) => {
+                impl AtomicType for $t {
+                    unsafe fn load(p: *mut Self, o: Cxx) -> Self {
+                        // SAFETY: Per the caller's guarantees.
+                        unsafe { <$repr>::from_ptr(p) }.load(o)
+                    }
+                    unsafe fn store(p: *mut Self, v: Self, o: Cxx) {
+                        // SAFETY: Per the caller's guarantees.
+                        unsafe { <$repr>::from_ptr(p) }.store(v, o)
+                    }
+                    unsafe fn cmpxchg(
+                        p: *mut Self,
+                        old: Self,
+                        new: Self,
+                        o: (Cxx, Cxx),
+                    ) -> Result<Self, Self> {
+                        // SAFETY: Per the caller's guarantees.
+                        unsafe { <$repr>::from_ptr(p) }.compare_exchange(old, new, o.0, o.1)
+                    }
+                    unsafe fn fetch_add(p: *mut Self, v: Self, o: Cxx) -> Self {
+                        // SAFETY: Per the caller's guarantees.
+                        unsafe { <$repr>::from_ptr(p) }.fetch_add(v, o)
+                    }
+                }
+            };
+        }
+        atomic_type!(u64, core::sync::atomic::AtomicU64);
+        atomic_type!(u32, core::sync::atomic::AtomicU32);
+
+        /// `kernel::sync::atomic::Atomic`, for `u64` and `u32`.
+        #[repr(transparent)]
+        pub struct Atomic<T: AtomicType>(core::cell::UnsafeCell<T>);
+
+        // SAFETY: Every access to the value is atomic.
+        unsafe impl<T: AtomicType> Sync for Atomic<T> {}
+
+        impl<T: AtomicType> Atomic<T> {
             /// Creates an atomic holding `v`.
-            pub const fn new(v: u64) -> Self {
-                Self(AtomicU64::new(v), core::marker::PhantomData)
+            pub const fn new(v: T) -> Self {
+                Self(core::cell::UnsafeCell::new(v))
+            }
+
+            /// Views the integer at `ptr` as an atomic.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must be valid and aligned for the returned lifetime,
+            /// and only accessed atomically meanwhile.
+            pub unsafe fn from_ptr<'a>(ptr: *mut T) -> &'a Self {
+                // SAFETY: `Self` is a transparent `UnsafeCell<T>`, which has
+                // the layout of `T`; the caller guarantees the rest.
+                unsafe { &*ptr.cast::<Self>() }
             }
 
             /// Loads the value.
             #[inline]
-            pub fn load<O: AcquireOrRelaxed>(&self, _: O) -> u64 {
-                self.0.load(O::LOAD)
+            pub fn load<O: AcquireOrRelaxed>(&self, _: O) -> T {
+                // SAFETY: The cell is valid and aligned, and only accessed
+                // atomically.
+                unsafe { T::load(self.0.get(), O::LOAD) }
             }
 
             /// Stores `v`.
             #[inline]
-            pub fn store<O: ReleaseOrRelaxed>(&self, v: u64, _: O) {
-                self.0.store(v, O::STORE)
+            pub fn store<O: ReleaseOrRelaxed>(&self, v: T, _: O) {
+                // SAFETY: As in `load()`.
+                unsafe { T::store(self.0.get(), v, O::STORE) }
             }
 
             /// Replaces `old` by `new`; returns the value found otherwise.
             #[inline]
-            pub fn cmpxchg<O: Ordering>(&self, old: u64, new: u64, _: O) -> Result<u64, u64> {
-                self.0.compare_exchange(old, new, O::RMW.0, O::RMW.1)
+            pub fn cmpxchg<O: Ordering>(&self, old: T, new: T, _: O) -> Result<T, T> {
+                // SAFETY: As in `load()`.
+                unsafe { T::cmpxchg(self.0.get(), old, new, O::RMW) }
             }
 
             /// Adds `v`.
             #[inline]
-            pub fn add(&self, v: u64, _: Relaxed) {
-                self.0.fetch_add(v, Cxx::Relaxed);
+            pub fn add(&self, v: T, _: Relaxed) {
+                // SAFETY: As in `load()`.
+                unsafe { T::fetch_add(self.0.get(), v, Cxx::Relaxed) };
             }
 
             /// Adds `v`; returns the previous value.
             #[inline]
-            pub fn fetch_add<O: Ordering>(&self, v: u64, _: O) -> u64 {
-                self.0.fetch_add(v, O::RMW.0)
+            pub fn fetch_add<O: Ordering>(&self, v: T, _: O) -> T {
+                // SAFETY: As in `load()`.
+                unsafe { T::fetch_add(self.0.get(), v, O::RMW.0) }
             }
         }
     }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The stackmap's slot table, hash and counters, built from the kernel
+//! The stackmap's stack table, hash and counters, built from the kernel
 //! sources for the host: `make bench` runs it to time a map hit against the
 //! copy it saves on real hardware, and `make check` runs its tests, which
-//! race the slot protocol on real CPUs (the guest of both is emulated), and
-//! runs them again under Miri, which checks the table's unsafe code for
+//! race the table's protocol on real CPUs (the guest of both is emulated),
+//! and runs them again under Miri, which checks the table's unsafe code for
 //! undefined behaviour and data races.
 //!
 //! The kernel files are compiled unchanged: `kernel.rs` provides the few

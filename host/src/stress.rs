@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The slot protocol raced on real CPUs.
+//! The table's protocol raced on real CPUs.
 //!
 //! The guest that runs the KUnit suite is emulated one vCPU at a time, so
 //! its concurrent cases interleave but never overlap. Here threads insert
 //! and look up the same stacks truly in parallel, and every outcome is
-//! checked against what the protocol promises: one slot per stack, one
+//! checked against what the protocol promises: one record per stack, one
 //! cookie per stack, every cookie resolving to its own frames, and every
 //! counted recording in a ref count.
 
@@ -31,7 +31,7 @@ fn stack(id: usize, depth: usize) -> Vec<usize> {
         .collect()
 }
 
-/// A hash that sends every stack to one home slot with one key.
+/// A hash that sends every stack to one bucket.
 struct CollidingHash;
 
 impl StackHash for CollidingHash {
@@ -115,7 +115,7 @@ const TABLES: u64 = if cfg!(miri) { 1 } else { 200 };
 const STACKS: usize = if cfg!(miri) { 16 } else { 1 << (BITS_MIN - 1) };
 const ROUNDS: usize = if cfg!(miri) { 2 } else { 4 };
 
-/// Stacks raced for on one probe chain: all of it, or under Miri a part.
+/// Stacks raced for on one chain: all of it, or under Miri a part.
 const CHAIN: usize = if cfg!(miri) { 8 } else { MAX_PROBE };
 
 #[test]
@@ -127,7 +127,7 @@ fn parallel_inserts_store_each_stack_once() {
 }
 
 #[test]
-fn parallel_inserts_on_one_probe_chain() {
+fn parallel_inserts_on_one_chain() {
     for _ in 0..TABLES {
         let table = Table::new(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("table");
         race(&table, CHAIN, 2 * ROUNDS);
