@@ -245,7 +245,7 @@ pub(crate) struct Table<H> {
     buckets: Storage<Atomic<u32>>,
     /// The records; word 0 is never one.
     arena: Storage<Word>,
-    /// One bit per word of `arena`, set once a record published there.
+    /// One bit per word of `arena`, set once a record is published there.
     published: Storage<Atomic<u64>>,
     /// The CPUs' caches of ref counts.
     refs: Refs,
@@ -308,7 +308,7 @@ impl<H: StackHash> Table<H> {
 
     /// Returns the arena bytes used by the records of this generation.
     pub(crate) fn arena_bytes_used(&self) -> usize {
-        (self.used.0.load(Relaxed) as u32 as usize - HEADER_WORDS) * size_of::<Word>()
+        (self.used.0.load(Relaxed) as u32 as usize).saturating_sub(HEADER_WORDS) * size_of::<Word>()
     }
 
     /// Returns the current generation.

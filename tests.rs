@@ -314,7 +314,7 @@ mod cases {
         }
         assert_eq!(lookup(&map, &stack(capacity, 0)), Err(Fallback::Full));
         assert_eq!(map.table().entries(), capacity);
-        // Stacks of 3 frames take 4 words: four times as many fit.
+        // Stacks of 3 frames take 4 words: over four times as many fit.
         let map = self::map(BITS_MIN);
         let mut id = 0;
         while lookup(&map, &stack(id, 3)).is_ok() {
@@ -329,7 +329,7 @@ mod cases {
     /// far along its chain each one sits: the records a hit walks past
     /// (read by `make bench`).
     #[test]
-    fn probe_lengths_at_capacity() {
+    fn chain_lengths_at_capacity() {
         let hash = SeededHash::new(SEED);
         let map = map(BITS_MIN);
         let table = map.table();
