@@ -10,7 +10,7 @@
 
 use crate::{
     cookie::Cookie,
-    platform::ReadSection,
+    platform::{rcu_read_lock, ReadSection},
     table::{BITS_MAX, BITS_MIN, MAX_DEPTH},
     tracefs::{self, Format},
     StackMap, DEFAULT_BITS,
@@ -208,25 +208,32 @@ pub unsafe extern "C" fn ftrace_stackmap_generation(map: *mut CMap) -> u32 {
     unsafe { borrow(map) }.table().generation()
 }
 
-/// Returns the first populated slot at or after `pos`, or -ENOENT when
-/// there is none or `generation` is no longer the map's.
+/// Returns the slot of the first stack stored at or after position `pos` in
+/// `generation` and stores in `*end` the position after it, or returns
+/// -ENOENT when there is none or `generation` is no longer the map's.
+///
+/// Positions are where the arena's records start: 0 for the first one, or
+/// an `*end` this returned.
 ///
 /// # Safety
 ///
-/// `map` must be a live map.
+/// `map` must be a live map and `end` valid for writing.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_next_slot(
     map: *mut CMap,
     pos: c_ulong,
     generation: u32,
+    end: *mut c_ulong,
 ) -> c_long {
     // SAFETY: `map` is live for the call per the safety requirements.
     let table = unsafe { borrow(map) }.table();
-    if table.generation() != generation {
-        return ENOENT.to_errno() as c_long;
-    }
-    match table.next_populated(pos) {
-        Some(slot) => slot as c_long,
+    let guard = rcu_read_lock();
+    match table.next_published(pos, generation, ReadSection::new(&guard)) {
+        Some((slot, next)) => {
+            // SAFETY: `end` is valid for writing per the safety requirements.
+            unsafe { *end = next as c_ulong };
+            slot as c_long
+        }
         None => ENOENT.to_errno() as c_long,
     }
 }

@@ -72,9 +72,10 @@ pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>>
 
 /// A word of the frame arena.
 ///
-/// Plain memory, not an atomic: the table writes a word only while it owns
-/// it exclusively, and reads it only once its writes are published; nothing
-/// in the arena is updated concurrently (the ref counts live elsewhere).
+/// Plain memory, not an atomic: the table writes a frame only while it owns
+/// it exclusively, and reads it only once its writes are published. The
+/// records' headers, which change while they are read, are only accessed
+/// as atomics (`Atomic::from_ptr`).
 #[repr(transparent)]
 pub(crate) struct Word(UnsafeCell<u64>);
 

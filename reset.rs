@@ -2,14 +2,14 @@
 
 //! Reset: empty a map in place and move it to the next generation.
 //!
-//! Recorders take no lock, so a reset cannot simply wipe the table under
-//! them. It closes the table's gate so that new recorders fall back to full
-//! stacks, waits for an RCU grace period so that the recorders already
-//! inside have left (every recorder runs with preemption disabled or under
-//! rcu_read_lock(), NMI handlers included), clears the buckets, the
-//! arena's reservations and bitmap and the ref counts, starts the counters
-//! again, bumps the generation, and opens the gate. Cookies issued before
-//! stop resolving because their generation is gone.
+//! Recorders take no lock, so a reset cannot simply wipe the table under them.
+//! It closes the table's gate so that new recorders fall back to full stacks,
+//! waits for an RCU grace period so that the recorders already inside have left
+//! (every recorder runs with preemption disabled or under rcu_read_lock(), NMI
+//! handlers included), clears the buckets, the arena and its reservations and
+//! the ref counts, starts the counters again, bumps the generation, and opens
+//! the gate. Cookies issued before stop resolving because their generation is
+//! gone.
 //!
 //! The stacks recorded in full while the gate is closed are in the trace
 //! after the reset, so the counter that says why (`fallback_reset`) starts

@@ -4,12 +4,12 @@
 //! are records in one frame arena.
 //!
 //! A record is a header word followed by one word per frame, stored once, at
-//! the stack's own length, where the arena's free space starts. The arena is
-//! sized for `2^bits` stacks of [`DESIGN_DEPTH`] frames; shallower stacks
-//! take less of it, so more of them fit: the arena alone bounds how many
-//! stacks a map holds, and a full map spends a header word per stack besides
-//! the frames. A record's slot, the one its cookie names, is the arena index
-//! of its header.
+//! the stack's own length, where the arena's free space starts: the records lie
+//! end to end, and each header tells where the next record starts. The arena is
+//! sized for `2^bits` stacks of [`DESIGN_DEPTH`] frames; shallower stacks take
+//! less of it, so more of them fit: the arena alone bounds how many stacks a
+//! map holds, and a full map spends a header word per stack besides the frames.
+//! A record's slot, the one its cookie names, is the arena index of its header.
 //!
 //! `2^bits` buckets each hold the slot of the last record inserted among the
 //! stacks that hash to the bucket, and each header the slot of the record
@@ -25,11 +25,14 @@
 //! is its stack, that record wins and the space reserved stays unused for
 //! the rest of the generation; otherwise it links in front of them. So
 //! within a generation a stack is linked at most once. A linked record is
-//! then marked published, in its header and in a bitmap of the arena's
-//! words that tells readers where published records start. Whoever finds
-//! its stack linked but not yet published reports [`Fallback::Busy`]
-//! instead of spinning: from NMI, the insert in flight may be the one it
-//! interrupted.
+//! then marked published in its header. Whoever finds its stack linked but
+//! not yet published reports [`Fallback::Busy`] instead of spinning: from
+//! NMI, the insert in flight may be the one it interrupted.
+//!
+//! Readers find a record from its slot, named by a cookie, or walk the
+//! records in slot order by their depths ([`Table::next_published`]); a
+//! header that is still 0 is a record being written, whose length is not
+//! known yet, so a walk stops there.
 //!
 //! Frames are plain memory: written once by the inserter before it links
 //! them, then only read. Every reader runs in an RCU read-side critical
@@ -218,8 +221,8 @@ impl Headers<'_> {
     /// outside the arena.
     ///
     /// Any word of the arena may be viewed as a header: a reader only does
-    /// so for slots a cookie or the published bitmap names, an inserter for
-    /// the header it reserved.
+    /// so for slots a cookie names or a walk reaches by the records' depths,
+    /// an inserter for the header it reserved.
     #[inline]
     fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
         let word = self.0.get(slot)?;
@@ -243,10 +246,9 @@ pub(crate) struct Table<H> {
     /// The slot of the last record linked in each bucket, 0 if none; their
     /// number is a power of two.
     buckets: Storage<Atomic<u32>>,
-    /// The records; word 0 is never one.
+    /// The records, end to end from word 1: word 0 is never one. The words
+    /// not reserved in this generation are 0.
     arena: Storage<Word>,
-    /// One bit per word of `arena`, set once a record is published there.
-    published: Storage<Atomic<u64>>,
     /// The CPUs' caches of ref counts.
     refs: Refs,
     /// Records published so far in the high half, arena words reserved in
@@ -268,7 +270,6 @@ impl<H: StackHash> Table<H> {
         Ok(Self {
             buckets: storage(1 << bits, || Atomic::new(0))?,
             arena: storage(words, Word::new)?,
-            published: storage(words.div_ceil(64), || Atomic::new(0))?,
             refs: Refs::new()?,
             used: Reservations(Atomic::new(HEADER_WORDS as u64)),
             state: Atomic::new(u64::from(generation) << 32),
@@ -292,12 +293,11 @@ impl<H: StackHash> Table<H> {
         self.buckets.len()
     }
 
-    /// Returns the bytes the buckets, the arena, its bitmap and the ref
-    /// count caches occupy.
+    /// Returns the bytes the buckets, the arena and the ref count caches
+    /// occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.buckets.len() * size_of::<Atomic<u32>>()
             + self.arena.len() * size_of::<Word>()
-            + self.published.len() * size_of::<Atomic<u64>>()
             + self.refs.memory_bytes()
     }
 
@@ -466,7 +466,7 @@ impl<H: StackHash> Table<H> {
             // link, pairs with the Acquire loads of the bucket by lookups.
             match bucket.cmpxchg(head as u32, slot as u32, Release) {
                 Ok(_) => {
-                    self.publish(header, slot);
+                    self.publish(header);
                     return Ok(Found::Inserted(Cookie::new(generation, slot as u32)));
                 }
                 Err(_) => {
@@ -496,30 +496,15 @@ impl<H: StackHash> Table<H> {
         }
     }
 
-    /// Marks the record just linked in `slot`, of header `header`, published:
-    /// from now on lookups count hits on it and readers show it.
-    fn publish(&self, header: &Atomic<u64>, slot: usize) {
+    /// Marks the record of header `header`, just linked, published: from
+    /// now on lookups count hits on it and readers show it.
+    fn publish(&self, header: &Atomic<u64>) {
         // INVARIANT: Published once, after the link; no hit counts on the
         // record before, so the store loses no count.
         // ORDERING: Release orders the frames before the published bit for
-        // the lookups that load the header (they also see them through the
-        // bucket).
+        // the readers that load the header with Acquire (lookups also see
+        // them through the bucket).
         header.store(header.load(Relaxed) | PUBLISHED, Release);
-        if let Some(word) = self.published.get(slot / 64) {
-            let bit = 1 << (slot % 64);
-            let mut old = word.load(Relaxed);
-            // Bounded: each failure is another record of the same 64 words
-            // being published, and a bit is set only once a generation.
-            for _ in 0..64 {
-                // ORDERING: Release pairs with the Acquire loads of the
-                // bitmap by readers: a reader that sees the bit sees the
-                // record.
-                match word.cmpxchg(old, old | bit, Release) {
-                    Ok(_) => break,
-                    Err(current) => old = current,
-                }
-            }
-        }
         self.used.0.add(1 << 32, Relaxed);
     }
 
@@ -553,7 +538,7 @@ impl<H: StackHash> Table<H> {
     /// # Safety
     ///
     /// The record must have been linked in the current generation, as seen
-    /// by an Acquire load of its bucket or of its published bit after
+    /// by an Acquire load of its bucket or of its published header after
     /// [`Table::open`] returned the generation, all within an RCU read-side
     /// critical section that outlives the returned references.
     #[inline]
@@ -565,29 +550,30 @@ impl<H: StackHash> Table<H> {
         Some(unsafe { Word::values(words) })
     }
 
-    /// Returns whether a record was published in `slot`.
+    /// Returns the header of the record in `slot` if it is published.
     #[inline]
-    fn is_published(&self, slot: usize) -> bool {
-        // ORDERING: Acquire pairs with the Release in `publish()`.
-        self.published
-            .get(slot / 64)
-            .is_some_and(|word| word.load(Acquire) & (1 << (slot % 64)) != 0)
+    fn published(&self, slot: usize) -> Option<u64> {
+        // ORDERING: Acquire pairs with the Release in `publish()`: whoever
+        // sees the published bit sees the frames.
+        let header = self.headers().get(slot)?.load(Acquire);
+        (header & PUBLISHED != 0).then_some(header)
     }
 
     /// Returns the stack in `slot` if the gate is open, the map is in
     /// `generation` and a stack was published in the slot.
+    ///
+    /// `slot` must be a record's, such as one a cookie of `generation`
+    /// names: any other word would be read as a header.
     pub(crate) fn slot<'a>(
         &'a self,
         slot: usize,
         generation: u32,
         _rcu: ReadSection<'a>,
     ) -> Option<Record<'a>> {
-        if self.open()? != generation || !self.is_published(slot) {
+        if self.open()? != generation {
             return None;
         }
-        // ORDERING: Relaxed: the published bit (Acquire above) made the
-        // header's low half visible, which does not change once published.
-        let header = self.headers().get(slot)?.load(Relaxed);
+        let header = self.published(slot)?;
         // SAFETY: Published (Acquire above) after the gate was seen open,
         // within `_rcu`, which outlives the record.
         let frames = unsafe { self.frames(slot, depth(header)) }?;
@@ -599,19 +585,39 @@ impl<H: StackHash> Table<H> {
         })
     }
 
-    /// Returns the first slot at or after `slot` where a stack was
-    /// published.
-    pub(crate) fn next_populated(&self, slot: usize) -> Option<usize> {
-        let mut index = slot / 64;
-        // The bits of the first word below `slot` do not count.
-        let mut mask = u64::MAX << (slot % 64);
-        while let Some(word) = self.published.get(index) {
-            let bits = word.load(Relaxed) & mask;
-            if bits != 0 {
-                return Some(index * 64 + bits.trailing_zeros() as usize);
+    /// Returns the slot of the first record published at or after `pos`,
+    /// and the position after that record, if the gate is open and the map
+    /// is in `generation`.
+    ///
+    /// Positions are where records start: 0 for the first one, or a
+    /// position this returned. The walk goes from record to record by their
+    /// depths, so it stops at the first record still being written, whose
+    /// depth is not known yet: the records after it are found once it is.
+    pub(crate) fn next_published(
+        &self,
+        pos: usize,
+        generation: u32,
+        _rcu: ReadSection<'_>,
+    ) -> Option<(usize, usize)> {
+        if self.open()? != generation {
+            return None;
+        }
+        let used = self.used.0.load(Relaxed) as u32 as usize;
+        let mut slot = pos.max(HEADER_WORDS);
+        while slot < used {
+            // ORDERING: Acquire, as in `published()`. A header is stored
+            // whole, so any non-zero value holds the record's final depth;
+            // the words of the generation are 0 until then (`clear()`, made
+            // visible by the gate's Acquire).
+            let header = self.headers().get(slot)?.load(Acquire);
+            if header == 0 {
+                return None;
             }
-            index += 1;
-            mask = u64::MAX;
+            let end = slot + HEADER_WORDS + depth(header);
+            if header & PUBLISHED != 0 {
+                return Some((slot, end));
+            }
+            slot = end;
         }
         None
     }
@@ -642,10 +648,14 @@ impl<H: StackHash> Table<H> {
             // INVARIANT: The gate is closed and no recorder is inside.
             bucket.store(0, Relaxed);
         }
-        // Only the words up to the reservations can have a published bit.
+        // Only the words up to the reservations were written. Zeroed so that
+        // the next generation's walks tell the headers not yet stored.
         let used = self.used.0.load(Relaxed) as u32 as usize;
-        for word in self.published.iter().take(used.div_ceil(64)) {
-            word.store(0, Relaxed);
+        for word in self.arena.iter().take(used) {
+            // SAFETY: The gate is closed and no recorder or reader is inside:
+            // nothing else accesses the arena until `finish_reset()`
+            // publishes the cleared table.
+            unsafe { word.as_ptr().write(0) };
         }
         self.refs.clear();
         self.used.0.store(HEADER_WORDS as u64, Relaxed);

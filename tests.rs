@@ -13,7 +13,8 @@ mod cases {
         platform::{Atomic, ReadSection, Relaxed},
         refs::{Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED},
         table::{
-            bucket, Fallback, Found, Record, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH, MAX_PROBE,
+            bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
+            MAX_PROBE,
         },
         StackMap,
     };
@@ -69,15 +70,32 @@ mod cases {
     /// copies of each it found.
     fn copies_stored<H: StackHash>(map: &StackMap<H>, stacks: usize) -> KVec<u32> {
         let mut copies = KVec::from_elem(0u32, stacks, GFP_KERNEL).expect("alloc");
-        let mut next = 0;
-        while let Some(slot) = map.table().next_populated(next) {
+        for slot in published_slots(map.table()) {
             let frames = stored(map, slot).expect("a published slot resolves");
             let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x1000;
             assert_eq!(frames[..], stack(id, 1 + id % 24)[..]);
             copies[id] += 1;
-            next = slot + 1;
         }
         copies
+    }
+
+    /// Returns the slots of the stacks published in the current generation,
+    /// found as the dumps find them: by walking the records.
+    fn published_slots<H: StackHash>(table: &Table<H>) -> KVec<usize> {
+        let mut slots = KVec::new();
+        let mut pos = 0;
+        loop {
+            let next = {
+                let guard = rcu::read_lock();
+                table.next_published(pos, table.generation(), ReadSection::new(&guard))
+            };
+            let Some((slot, end)) = next else {
+                return slots;
+            };
+            assert!(slot >= pos && end > slot);
+            slots.push(slot, GFP_KERNEL).expect("alloc");
+            pos = end;
+        }
     }
 
     /// Returns what `f` makes of the record `cookie` names, if it resolves.
@@ -503,20 +521,19 @@ mod cases {
             assert_eq!(bytes, 8 * (depth + 1));
         }
         // The rest is sized by the capacity, whatever is stored: a 4-byte
-        // bucket per stack of capacity and a bit per arena word, as
+        // bucket per stack of capacity, as
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
         let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
         let buckets = 4 * table.capacity();
-        let bitmap = 8 * words.div_ceil(64);
-        assert_eq!(table.memory_bytes(), 8 * words + bitmap + buckets + caches);
+        assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
         pr_info!(
             "stackmap: depth d costs 8 * d + 8 bytes of arena, the arena is sized for {} stacks \
-             of depth {}, with {} bytes of buckets and bitmap per stack; bits {}: {} bytes\n",
+             of depth {}, with {} bytes of buckets per stack; bits {}: {} bytes\n",
             table.capacity(),
             DESIGN_DEPTH,
-            (buckets + bitmap) / table.capacity(),
+            buckets / table.capacity(),
             table.bits(),
             map.memory_bytes(),
         );
@@ -611,11 +628,9 @@ mod cases {
         // Each stack's count, kept partly in the entries of the CPUs that
         // hit it, adds up to what was found or inserted.
         let mut sum = 0;
-        let mut slot = 0;
-        while let Some(s) = table.next_populated(slot) {
-            let cookie = Cookie::new(table.generation(), s as u32);
+        for slot in published_slots(table) {
+            let cookie = Cookie::new(table.generation(), slot as u32);
             sum += refs(&map, cookie).expect("resolves");
-            slot = s + 1;
         }
         assert_eq!(sum, t.hits + t.inserts);
     }

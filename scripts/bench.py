@@ -200,7 +200,7 @@ def main():
         detail = f"{full_map:.1f} vs {budget:.1f}"
         if not met:
             detail += (f": {besides_arena:.1f} bytes per stack of capacity besides the arena "
-                       f"(buckets and bitmap), and a header word per stack")
+                       f"(buckets), and a header word per stack")
         targets.append((f"{w}: memory per stored stack, map full <= 8 * depth + 16",
                         met, detail))
 

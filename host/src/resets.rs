@@ -22,7 +22,7 @@ use crate::{
 };
 use std::{
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering::SeqCst},
+        atomic::{fence, AtomicBool, AtomicU64, Ordering::SeqCst},
         Barrier,
     },
     thread,
@@ -48,6 +48,11 @@ struct Section<'a>(&'a AtomicU64);
 impl<'a> Section<'a> {
     fn enter(counter: &'a AtomicU64) -> Self {
         counter.fetch_add(1, SeqCst);
+        // As RCU guarantees, a section that the grace period does not wait
+        // for sees what the reset did before it (closing the gate): without
+        // the fence, the recorder's Acquire load of the gate could still
+        // read it open, the store-buffering outcome of weak memory.
+        fence(SeqCst);
         Self(counter)
     }
 }

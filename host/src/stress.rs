@@ -6,8 +6,9 @@
 //! its concurrent cases interleave but never overlap. Here threads insert
 //! and look up the same stacks truly in parallel, and every outcome is
 //! checked against what the protocol promises: one record per stack, one
-//! cookie per stack, every cookie resolving to its own frames, and every
-//! counted recording in a ref count.
+//! cookie per stack, every cookie resolving to its own frames, every
+//! counted recording in a ref count, and walks of the records meanwhile,
+//! as the dumps make them, finding only whole stacks.
 
 use crate::{
     cookie::FIRST_GENERATION,
@@ -15,7 +16,13 @@ use crate::{
     platform::{rcu_read_lock, ReadSection},
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
 };
-use std::{sync::Barrier, thread};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Barrier,
+    },
+    thread,
+};
 
 /// Recording threads; more than the CPUs, so that preemption also
 /// interleaves them at arbitrary points.
@@ -40,10 +47,35 @@ impl StackHash for CollidingHash {
     }
 }
 
+/// Walks the published records in slot order, as the dumps do, and checks
+/// that each holds one of the `stacks` stacks raced for, whole; returns
+/// their ids.
+fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
+    let rcu = rcu_read_lock();
+    let generation = table.generation();
+    let mut ids = Vec::new();
+    let mut pos = 0;
+    while let Some((slot, end)) = table.next_published(pos, generation, ReadSection::new(&rcu)) {
+        let record = table
+            .slot(slot, generation, ReadSection::new(&rcu))
+            .expect("a published record resolves");
+        let frames: Vec<usize> = record.frames().collect();
+        let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x40;
+        assert!(id < stacks, "slot {slot}: not a stack raced for");
+        assert_eq!(frames, stack(id, 1 + id % 12), "slot {slot}: wrong frames");
+        assert!(slot >= pos && end == slot + 1 + frames.len());
+        ids.push(id);
+        pos = end;
+    }
+    ids
+}
+
 /// Has `THREADS` threads record `stacks` stacks `rounds` times each, each
-/// thread in its own order, all starting together; checks the table after.
+/// thread in its own order, all starting together, while another walks
+/// the records; checks the table after.
 fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     let barrier = Barrier::new(THREADS);
+    let done = AtomicBool::new(false);
     // Per thread, per stack: the cookie it got, and how many hits and
     // inserts it saw.
     let results: Vec<Vec<(Option<u64>, u64)>> = thread::scope(|s| {
@@ -80,13 +112,25 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                 })
             })
             .collect();
-        workers
+        let walker = s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                walk(table, stacks);
+            }
+        });
+        let results = workers
             .into_iter()
             .map(|w| w.join().expect("recorder thread"))
-            .collect()
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        walker.join().expect("walker thread");
+        results
     });
 
     assert_eq!(table.entries(), stacks);
+    // No insert is in flight any more: a walk finds every stack, once.
+    let mut ids = walk(table, stacks);
+    ids.sort_unstable();
+    assert_eq!(ids, (0..stacks).collect::<Vec<_>>(), "a walk missed stacks");
     let rcu = rcu_read_lock();
     for id in 0..stacks {
         let cookies: Vec<u64> = results.iter().filter_map(|r| r[id].0).collect();
