@@ -316,12 +316,13 @@ impl<H: StackHash> Table<H> {
         (self.state.load(Relaxed) >> 32) as u32
     }
 
-    /// Returns the generation if the gate is open.
+    /// Returns the generation if the gate is open, `None` while a reset
+    /// runs.
     ///
     /// Called first in an RCU read-side critical section: if it returns a
     /// generation, no reset can clear the table before the section ends.
     #[inline]
-    fn open(&self) -> Option<u32> {
+    pub(crate) fn open(&self) -> Option<u32> {
         // ORDERING: Acquire pairs with the Release in `finish_reset()`: whoever
         // sees the gate open after a reset sees the cleared table.
         let state = self.state.load(Acquire);
@@ -350,12 +351,14 @@ impl<H: StackHash> Table<H> {
         frames: &[usize],
         _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
-        if frames.len() > MAX_DEPTH {
-            return Err(Fallback::Depth);
-        }
+        // The gate first: whatever is recorded in full while a reset runs
+        // counts as such, not in a counter the reset is rebasing.
         let Some(generation) = self.open() else {
             return Err(Fallback::Reset);
         };
+        if frames.len() > MAX_DEPTH {
+            return Err(Fallback::Depth);
+        }
         let hash = self.hash.hash(frames);
         // The number of buckets is a power of two, never 0.
         let mask = self.buckets.len().wrapping_sub(1);
@@ -400,8 +403,10 @@ impl<H: StackHash> Table<H> {
                 return Walk::TooLong;
             };
             // ORDERING: Relaxed: the link (Acquire load of the bucket) made
-            // the low half visible, and it does not change once linked; the
-            // high half, the ref count, is not used here.
+            // the frames, the next slot and the depth visible, and they do
+            // not change once linked. The published bit, set after the
+            // link, orders nothing the link did not; the high half, the
+            // ref count, is not used here.
             let header = header.load(Relaxed);
             if depth(header) == frames.len() {
                 // SAFETY: The record is linked (see above) in this generation,
@@ -459,8 +464,9 @@ impl<H: StackHash> Table<H> {
         // Each failed link is a record linked meanwhile: at most as many as
         // the chain has room for.
         loop {
-            // INVARIANT: The low half is final once the cmpxchg below links
-            // the record; until then no one else reads the header.
+            // INVARIANT: The next slot and the depth are final once the
+            // cmpxchg below links the record (only `publish()` changes the
+            // low half after that); until then no one else reads the header.
             header.store(FIRST_COUNT | link(head, frames.len()), Relaxed);
             // ORDERING: Release orders the frames and the header before the
             // link, pairs with the Acquire loads of the bucket by lookups.

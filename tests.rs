@@ -423,15 +423,20 @@ mod cases {
         map.close_for_reset(&guard);
         assert_eq!(lookup(&map, &s), Err(Fallback::Reset));
         assert_eq!(lookup(&map, &stack(5, 8)), Err(Fallback::Reset));
+        // Even one too deep for the map: its counter restarts below.
+        assert_eq!(lookup(&map, &stack(6, MAX_DEPTH + 1)), Err(Fallback::Reset));
         assert!(resolve(&map, c).is_none());
-        assert_eq!(map.stats().totals().reset, 2);
+        // Dumps opened now see no generation, and know they are not whole.
+        assert_eq!(map.table().open(), None);
+        assert_eq!(map.stats().totals().reset, 3);
         assert_eq!(map.table().entries(), 2);
         map.reopen_after_reset(&guard);
         drop(guard);
         // The stacks recorded in full meanwhile are in the trace after the
         // reset: their counter keeps them, the others start again.
         let totals = map.stats().totals();
-        assert_eq!((totals.reset, totals.inserts), (2, 0));
+        assert_eq!((totals.reset, totals.inserts, totals.depth), (3, 0, 0));
+        assert_eq!(map.table().open(), Some(c.generation() + 1));
         assert_eq!(map.table().generation(), c.generation() + 1);
         assert!(matches!(lookup(&map, &s), Ok(Found::Inserted(_))));
         assert_eq!(map.stats().totals().inserts, 1);
