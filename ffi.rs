@@ -197,7 +197,9 @@ pub unsafe extern "C" fn ftrace_stackmap_bits(map: *mut CMap) -> c_uint {
     unsafe { borrow(map) }.table().bits()
 }
 
-/// Returns the current generation of `map`.
+/// Returns the current generation of `map`, or 0, which is never a
+/// generation, while a reset runs: a reader that opened a dump then, or
+/// sees it change, knows the dump is not whole.
 ///
 /// # Safety
 ///
@@ -205,7 +207,7 @@ pub unsafe extern "C" fn ftrace_stackmap_bits(map: *mut CMap) -> c_uint {
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_generation(map: *mut CMap) -> u32 {
     // SAFETY: `map` is live for the call per the safety requirements.
-    unsafe { borrow(map) }.table().generation()
+    unsafe { borrow(map) }.table().open().unwrap_or(0)
 }
 
 /// Returns the slot of the first stack stored at or after position `pos` in
