@@ -31,7 +31,8 @@ summary_args=(--kunit-suite ftrace_stackmap)
 for section in stackmap baseline boot baseline-stackmap; do
 	summary_args+=(--section "$section")
 done
-for section in kunit stackmap baseline boot baseline-stackmap host miri; do
+for section in kunit stackmap baseline boot baseline-stackmap host miri \
+	       panic-free series; do
 	summary_args+=(--must-run "$section")
 done
 

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Check that the stackmap's recording path cannot panic.
+"""Check that the stackmap's recording path cannot panic, lock or sleep.
 
 A Rust panic in the kernel is a BUG(), and ftrace_stackmap_lookup() runs
 for every stack ftrace records, in any context, NMI included: no slice
-index, arithmetic overflow or unwrap() on that path may be able to fail.
-This follows every direct call and tail call from the entry points through
-vmlinux and fails if any function it reaches is a panic or failure routine
-of the Rust core library, or if the path makes an indirect call that cannot
-be followed.
+index, arithmetic overflow or unwrap() on that path may be able to fail,
+and nothing on it may take a lock, allocate or sleep. This follows every
+direct call and tail call from the entry points through vmlinux and fails
+if any function it reaches is a panic or failure routine of the Rust core
+library, or if the path makes an indirect call that cannot be followed;
+and, in a second case, if it reaches any function outside the stackmap
+but the atomics, CPU number, per-CPU add and memcpy helpers it is meant
+to use.
 
-Prints TAP, one case per entry point.
+Prints TAP, two cases per entry point.
 
 Usage: panic-free.py OBJDUMP VMLINUX SYMBOL...
 """
@@ -27,6 +30,10 @@ INDIRECT = re.compile(r':\s+((call|jmp)q?\s+\*|blr\s|br\s)')
 # What a panic looks like once demangled: core::panicking::*,
 # core::slice::index::*_fail, core::option::unwrap_failed, ...
 PANIC = re.compile(r'panic|_fail(ed)?\b|rust_begin_unwind')
+# What the recording path may call besides its own code: nothing that
+# locks, allocates or sleeps.
+ALLOWED = re.compile(r'^(<?stackmap::|ftrace_stackmap_|(__)?memcpy'
+                     r'|rust_helper_(atomic|raw_smp_processor_id$|this_cpu_add_))')
 
 
 def symbols(nm, vmlinux):
@@ -86,14 +93,15 @@ def main():
     objdump, vmlinux, roots = sys.argv[1], sys.argv[2], sys.argv[3:]
     cxxfilt = objdump.replace('objdump', 'cxxfilt')
     table = symbols(objdump.replace('objdump', 'nm'), vmlinux)
-    print(f'1..{len(roots)}')
+    print(f'1..{2 * len(roots)}')
     failed = 0
     for n, root in enumerate(roots, 1):
         try:
             reached, indirect = walk((objdump, cxxfilt), vmlinux, table, root)
         except (RuntimeError, subprocess.CalledProcessError) as e:
-            print(f'not ok {n} {root} cannot panic # {e}')
-            failed += 1
+            print(f'not ok {2 * n - 1} {root} cannot panic # {e}')
+            print(f'not ok {2 * n} {root} cannot lock or sleep # {e}')
+            failed += 2
             continue
         for name in reached:
             print(f'# {root} reaches {name}')
@@ -102,11 +110,19 @@ def main():
         panics = [name for name in reached if PANIC.search(name)]
         if panics or indirect:
             why = ', '.join(panics + ['an indirect branch'] * bool(indirect))
-            print(f'not ok {n} {root} cannot panic: it reaches {why}')
+            print(f'not ok {2 * n - 1} {root} cannot panic: it reaches {why}')
             failed += 1
         else:
-            print(f'ok {n} {root} cannot panic: {len(reached)} functions reached, '
-                  'no panic among them')
+            print(f'ok {2 * n - 1} {root} cannot panic: {len(reached)} functions '
+                  'reached, no panic among them')
+        others = [name for name in reached if not ALLOWED.search(name)]
+        if others or indirect:
+            why = ', '.join(others + ['an indirect branch'] * bool(indirect))
+            print(f'not ok {2 * n} {root} cannot lock or sleep: it reaches {why}')
+            failed += 1
+        else:
+            print(f'ok {2 * n} {root} cannot lock or sleep: it reaches only the '
+                  'stackmap, atomics, per-CPU adds and memcpy')
     return 1 if failed else 0
 
 

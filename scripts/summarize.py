@@ -287,7 +287,7 @@ def main():
         except OSError as e:
             cases, problems = [], [f"{path}: cannot read ({e.strerror})"]
         for c, m in cases:
-            count(group, c, verdict(m))
+            case(group, c, m)
         if not cases:
             problems.append(f"{path} (no case reported)")
         for p in problems:
