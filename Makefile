@@ -15,6 +15,10 @@
 
 ROOT		:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD		?= $(ROOT)/build
+# Absolute, whether it came from the environment or the command line: the
+# kernel build runs in the kernel tree, where a relative O= would point
+# elsewhere.
+override BUILD	:= $(abspath $(BUILD))
 TREE		:= $(BUILD)/linux
 OBJ		:= $(BUILD)/obj
 TARGET_ARCH	?= x86_64
