@@ -556,6 +556,27 @@ impl<H: StackHash> Table<H> {
         Some(unsafe { Word::values(words) })
     }
 
+    /// Clears or sets again the published bit of the record in `slot`,
+    /// linked in the current generation. Cleared, the record is as an
+    /// insert leaves it between its link and `publish()`: a window of a few
+    /// instructions, which only an interrupt or an NMI can stop an insert in.
+    #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
+    pub(crate) fn set_published(&self, slot: usize, published: bool) {
+        let headers = self.headers();
+        let Some(header) = headers.get(slot) else {
+            return;
+        };
+        // ORDERING: Release, as in `publish()`; Relaxed is enough for the
+        // load, since the tests do this with no recorder running.
+        let old = header.load(Relaxed);
+        let new = if published {
+            old | PUBLISHED
+        } else {
+            old & !PUBLISHED
+        };
+        header.store(new, Release);
+    }
+
     /// Returns the header of the record in `slot` if it is published.
     #[inline]
     fn published(&self, slot: usize) -> Option<u64> {

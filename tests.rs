@@ -443,6 +443,35 @@ mod cases {
     }
 
     #[test]
+    fn stack_being_inserted_falls_back_busy() {
+        let map = map(BITS_MIN);
+        let (s, t, u) = (stack(11, 8), stack(12, 8), stack(13, 5));
+        let c = lookup(&map, &s).expect("insert").cookie();
+        let d = lookup(&map, &t).expect("insert").cookie();
+        // The insert of `s` stopped between its link and its publication:
+        // what an NMI that interrupted it finds when it records `s` too.
+        map.table().set_published(c.slot() as usize, false);
+        assert_eq!(lookup(&map, &s), Err(Fallback::Busy));
+        assert_eq!(lookup(&map, &s), Err(Fallback::Busy));
+        // No hit counted, nothing stored twice; readers do not show it and
+        // walk on past it to the records after it.
+        assert_eq!(refs(&map, c), None);
+        assert!(resolve(&map, c).is_none());
+        assert!(matches!(lookup(&map, &t), Ok(Found::Hit(_))));
+        assert!(matches!(lookup(&map, &u), Ok(Found::Inserted(_))));
+        assert!(!published_slots(map.table()).contains(&(c.slot() as usize)));
+        assert_eq!(published_slots(map.table()).len(), 2);
+        let totals = map.stats().totals();
+        assert_eq!((totals.busy, totals.hits, totals.inserts), (2, 1, 3));
+        // Published, it is found under the same cookie, once.
+        map.table().set_published(c.slot() as usize, true);
+        assert_eq!(lookup(&map, &s), Ok(Found::Hit(c)));
+        assert_eq!(refs(&map, c), Some(2));
+        assert_eq!(refs(&map, d), Some(2));
+        assert_eq!(published_slots(map.table()).len(), 3);
+    }
+
+    #[test]
     fn replacing_map_continues_the_generations() {
         // An instance's first map, reset once: its cookies of both
         // generations may still be in the ring buffer.
