@@ -7,11 +7,11 @@
 # ftracetest on our tests and on the upstream baseline. The second boots
 # with the stackmap enabled on the kernel command line, checks what it
 # recorded from the first events on, and runs the baseline again with the
-# option on. The host-side cargo tests run natively and under Miri, and
-# the series made for upstream goes through checkpatch. The last line is
-# 'N passed, N failed, N skipped'; scripts/summarize.py also counts as a
-# failed case a section short of its plan, a skipped case, a boot that
-# failed or never reported, and a kernel splat in a console log.
+# option on. Meanwhile the host-side cargo tests run natively and under
+# Miri, and the series made for upstream goes through checkpatch. The last
+# line is 'N passed, N failed, N skipped'; scripts/summarize.py also counts
+# as a failed case a section short of its plan, a skipped case, a boot
+# that failed or never reported, and a kernel splat in a console log.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +36,47 @@ for section in kunit stackmap baseline boot baseline-stackmap host miri \
 	summary_args+=(--must-run "$section")
 done
 
+# Host-side crates: each test case counts; a crate whose tests do not
+# build or run to the end counts as one failed case. They run twice: built
+# as the kernel builds Rust, racing on the CPUs, and under Miri, which
+# checks every memory access of a smaller run for undefined behaviour and
+# data races (MIRIFLAGS=-Zmiri-tree-borrows, -Zmiri-seed=N, ... pass on).
+CRATES="host/Cargo.toml"
+cargo_tests() { # out command...
+	local out=$1 manifest
+	shift
+	rm -f "$out"
+	for manifest in $CRATES; do
+		echo "check: $* $manifest"
+		if ! "$@" --manifest-path "$ROOT/$manifest" >> "$out" 2>&1; then
+			echo "test $(dirname "$manifest") ... FAILED" >> "$out"
+		fi
+	done
+}
+
+# What runs on the host needs no guest: it runs while the guests boot.
+# Miri takes one CPU for minutes, which the plain boot, alone after the
+# other ended, leaves idle.
+host_checks() {
+	CARGO_TARGET_DIR=$BUILD/cargo cargo_tests "$BUILD/cargo-test.out" \
+		cargo test --release
+	CARGO_TARGET_DIR=$BUILD/miri cargo_tests "$BUILD/miri-test.out" \
+		cargo "+${MIRI_TOOLCHAIN:?}" miri test
+
+	# No Rust panic, which is a BUG(), is reachable from the recording
+	# path, and neither is a lock or a sleep.
+	echo "check: scripts/panic-free.py"
+	python3 "$ROOT/scripts/panic-free.py" llvm-objdump-19 "$OBJ/vmlinux" \
+		ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
+
+	# The series to send upstream: each file in one commit, checkpatch
+	# clean.
+	echo "check: scripts/series.sh"
+	"$ROOT/scripts/series.sh" "$TREE" "$BUILD/series" > "$BUILD/series.out" 2>&1
+}
+summary_args+=(--cargo "host=$BUILD/cargo-test.out" --cargo "miri=$BUILD/miri-test.out"
+	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out")
+
 guest_env="STACKMAP_TESTS=test.d/stackmap BASELINE_TESTS='$(echo $BASELINE)'"
 # The two boots run side by side: much of their time is guest sleeps.
 boot() { # name append section...
@@ -49,6 +90,8 @@ boot() { # name append section...
 }
 
 declare -A pids
+host_checks &
+host_pid=$!
 boot plain "" "${first[@]}" &
 pids[plain]=$!
 boot stackmap "$STACKMAP_BOOT" "${second[@]}" &
@@ -71,38 +114,6 @@ for name in plain stackmap; do
 	summary_args+=(--exit-status "$log=$status")
 done
 
-# Host-side crates: each test case counts; a crate whose tests do not
-# build or run to the end counts as one failed case. They run twice: built
-# as the kernel builds Rust, racing on the CPUs, and under Miri, which
-# checks every memory access of a smaller run for undefined behaviour and
-# data races (MIRIFLAGS=-Zmiri-tree-borrows, -Zmiri-seed=N, ... pass on).
-CRATES="host/Cargo.toml"
-cargo_tests() { # group out command...
-	local group=$1 out=$2 manifest
-	shift 2
-	rm -f "$out"
-	for manifest in $CRATES; do
-		echo "check: $* $manifest"
-		if ! "$@" --manifest-path "$ROOT/$manifest" >> "$out" 2>&1; then
-			echo "test $(dirname "$manifest") ... FAILED" >> "$out"
-		fi
-	done
-	summary_args+=(--cargo "$group=$out")
-}
-CARGO_TARGET_DIR=$BUILD/cargo cargo_tests host "$BUILD/cargo-test.out" \
-	cargo test --release
-CARGO_TARGET_DIR=$BUILD/miri \
-	cargo_tests miri "$BUILD/miri-test.out" cargo "+${MIRI_TOOLCHAIN:?}" miri test
-
-# No Rust panic, which is a BUG(), is reachable from the recording path.
-echo "check: scripts/panic-free.py"
-python3 "$ROOT/scripts/panic-free.py" llvm-objdump-19 "$OBJ/vmlinux" \
-	ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
-summary_args+=(--tap "panic-free=$BUILD/panic-free.out")
-
-# The series to send upstream: each file in one commit, checkpatch clean.
-echo "check: scripts/series.sh"
-"$ROOT/scripts/series.sh" "$TREE" "$BUILD/series" > "$BUILD/series.out" 2>&1
-summary_args+=(--tap "series=$BUILD/series.out")
+wait $host_pid
 
 python3 "$ROOT/scripts/summarize.py" "${logs[@]}" "${summary_args[@]}"
