@@ -4,8 +4,9 @@
 #   trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
 #   trace_event=sched:sched_switch
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
-# on the kernel command line, printed as KTAP test lines. Exits 1 if a
-# check failed.
+# on the kernel command line, printed as KTAP test lines; with 'end', the
+# checks after the upstream baseline ran on that boot. Exits 1 if a check
+# failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
 . $TEST_DIR/stackmap/stackmap.lib
@@ -52,6 +53,44 @@ nothing_lost() {
 	test "`count '<stack trace>' trace`" -eq "`stat_fallbacks`"
 }
 
+# After the baseline: the option it ran with stayed on, its stacks went
+# through the map, and the map still works after its tracer switches,
+# buffer resizes, snapshots and instances.
+baseline_went_through_map() {
+	recorded=$((`stat_value hits` + `stat_value inserts`))
+	echo "hits + inserts: `cat /tmp/boot-recorded` after the boot, $recorded now"
+	test "$recorded" -gt "`cat /tmp/boot-recorded`"
+}
+stack_after_baseline_is_cookie() {
+	echo nop > current_tracer
+	echo > trace
+	# The baseline's last test, trigger-stacktrace.tc, turns it off.
+	echo 1 > options/stacktrace
+	fallbacks=`stat_fallbacks`
+	echo 1 > events/sched/sched_switch/enable
+	echo 1 > tracing_on
+	stackmap_workload
+	echo 0 > tracing_on
+	echo 0 > events/sched/sched_switch/enable
+	cookies=`count '<stack_id ' trace`
+	full=`count '<stack trace>' trace`
+	echo "$cookies cookies, $full full stacks"
+	test "$cookies" -gt 0 && cookies_print_their_records &&
+		test "$full" -eq $((`stat_fallbacks` - fallbacks))
+}
+if [ "${1-}" = end ]; then
+	plan=3
+	echo "1..$plan"
+	check "end: options/stackmap stayed on through the baseline" option_is_on
+	check "end: the baseline's stacks went through the map" baseline_went_through_map
+	check "end: a stack recorded after the baseline is a cookie that resolves" \
+		stack_after_baseline_is_cookie
+	echo 0 > options/sym-offset
+	echo 1 > tracing_on
+	test "$n" -eq "$plan" && test "$failed" -eq 0
+	exit
+fi
+
 plan=6
 echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
@@ -63,5 +102,8 @@ check "boot: every cookie resolves to its stack_map record" \
 check "boot: every other stack is in full and counted" nothing_lost
 check "boot: a persistent instance refuses the option (EINVAL)" persistent_refuses
 echo 0 > options/sym-offset
+# From here on only the baseline records stacks.
+echo 0 > events/sched/sched_switch/enable
+echo $((`stat_value hits` + `stat_value inserts`)) > /tmp/boot-recorded
 echo 1 > tracing_on
 test "$n" -eq "$plan" && test "$failed" -eq 0

@@ -9,6 +9,7 @@
 #   stackmap           ftracetest on our tests ($STACKMAP_TESTS)
 #   baseline[-NAME]    ftracetest on the upstream baseline ($BASELINE_TESTS)
 #   boot               checks of a boot with the stackmap on the command line
+#   boot-end           checks of that boot after the baseline ran on it
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
@@ -48,6 +49,10 @@ for section in "$@"; do
 	boot)
 		echo "@@SECTION ftracetest boot@@"
 		sh /boot-check.sh || status=1
+		;;
+	boot-end)
+		echo "@@SECTION ftracetest boot-end@@"
+		sh /boot-check.sh end || status=1
 		;;
 	*)
 		echo "check.sh: unknown section '$section'"

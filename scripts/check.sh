@@ -6,12 +6,14 @@
 # Both boots collect the KUnit results printed at boot. The first runs
 # ftracetest on our tests and on the upstream baseline. The second boots
 # with the stackmap enabled on the kernel command line, checks what it
-# recorded from the first events on, and runs the baseline again with the
-# option on. Meanwhile the host-side cargo tests run natively and under
-# Miri, and the series made for upstream goes through checkpatch. The last
-# line is 'N passed, N failed, N skipped'; scripts/summarize.py also counts
-# as a failed case a section short of its plan, a skipped case, a boot
-# that failed or never reported, and a kernel splat in a console log.
+# recorded from the first events on, runs the baseline again with the
+# option on, and checks that the option stayed on through it and that the
+# map still records. Meanwhile the host-side cargo tests run natively and
+# under Miri, and the series made for upstream goes through checkpatch.
+# The last line is 'N passed, N failed, N skipped'; scripts/summarize.py
+# also counts as a failed case a section short of its plan, a skipped
+# case, a boot that failed or never reported, and a kernel splat in a
+# console log.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,12 +28,12 @@ STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
 # Every section must report every case of its plan, none skipped: this
 # repo always installs the stackmap tests and the KUnit suite.
 first=(kunit stackmap baseline)
-second=(kunit boot baseline-stackmap)
+second=(kunit boot baseline-stackmap boot-end)
 summary_args=(--kunit-suite ftrace_stackmap)
-for section in stackmap baseline boot baseline-stackmap; do
+for section in stackmap baseline boot baseline-stackmap boot-end; do
 	summary_args+=(--section "$section")
 done
-for section in kunit stackmap baseline boot baseline-stackmap host miri \
+for section in kunit stackmap baseline boot baseline-stackmap boot-end host miri \
 	       panic-free series; do
 	summary_args+=(--must-run "$section")
 done
