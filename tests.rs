@@ -558,16 +558,17 @@ mod cases {
         // bucket per stack of capacity, as
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
+        const BUCKET_BYTES: usize = 4;
         let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
-        let buckets = 4 * table.capacity();
+        let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
         pr_info!(
             "stackmap: depth d costs 8 * d + 8 bytes of arena, the arena is sized for {} stacks \
              of depth {}, with {} bytes of buckets per stack; bits {}: {} bytes\n",
             table.capacity(),
             DESIGN_DEPTH,
-            buckets / table.capacity(),
+            BUCKET_BYTES,
             table.bits(),
             map.memory_bytes(),
         );
