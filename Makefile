@@ -24,12 +24,17 @@ OBJ		:= $(BUILD)/obj
 TARGET_ARCH	?= x86_64
 # The nightly whose Miri `make check` runs the host tests under.
 MIRI_TOOLCHAIN	?= nightly-2026-05-20
+# The kernel's LLVM= version suffix: clang of rustc's LLVM major version,
+# which CONFIG_RUST_INLINE_HELPERS needs to inline the C helpers (atomics,
+# per-CPU counters) into the Rust code. Debian 12 has it in
+# bookworm-security.
+LLVM_SUFFIX	?= -22
 # The branch of the kernel tree that `make series` writes the series to.
 SERIES_BRANCH	:= stackmap-series
 
 include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
 export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN \
-		SERIES_BRANCH
+		LLVM_SUFFIX SERIES_BRANCH
 
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
 IMAGE		:= $(BUILD)/bzImage
@@ -44,7 +49,7 @@ endif
 
 INITRAMFS	:= $(BUILD)/initramfs.cpio
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
-KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=-19
+KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=$(LLVM_SUFFIX)
 JOBS		?= $(shell nproc)
 
 .PHONY: all deps source install config kernel initramfs run check bench suite series series-build \

@@ -68,7 +68,7 @@ host_checks() {
 	# No Rust panic, which is a BUG(), is reachable from the recording
 	# path, and neither is a lock or a sleep.
 	echo "check: scripts/panic-free.py"
-	python3 "$ROOT/scripts/panic-free.py" llvm-objdump-19 "$OBJ/vmlinux" \
+	python3 "$ROOT/scripts/panic-free.py" "llvm-objdump${LLVM_SUFFIX:?}" "$OBJ/vmlinux" \
 		ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
 
 	# The series to send upstream: each file in one commit, checkpatch

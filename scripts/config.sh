@@ -13,13 +13,27 @@ set -euo pipefail
 TREE=$1
 OBJ=$2
 shift 2
-KMAKE=(make -s -C "$TREE" O="$OBJ" ARCH="$KERNEL_ARCH" LLVM=-19)
+KMAKE=(make -s -C "$TREE" O="$OBJ" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}")
 
-# Options a fragment sets that the current .config lacks.
+# Options the fragments set, each as the last fragment that names it sets
+# it (a later fragment may unset it), that the current .config lacks:
+# "CONFIG_X=n" for one that it should not set.
 missing_options() {
-	for opt in $(grep -h '^CONFIG_.*=' "$@"); do
-		grep -qx "$opt" "$OBJ/.config" 2>/dev/null || printf ' %s' "$opt"
-	done
+	awk -v config="$OBJ/.config" '
+		/^CONFIG_[A-Za-z0-9_]+=/ { name = $0; sub(/=.*/, "", name); want[name] = $0 }
+		/^# CONFIG_[A-Za-z0-9_]+ is not set$/ { want[$2] = "" }
+		END {
+			while ((getline line < config) > 0) {
+				if (line !~ /^CONFIG_/)
+					continue
+				name = line
+				sub(/=.*/, "", name)
+				have[name] = line
+			}
+			for (name in want)
+				if (want[name] != have[name])
+					printf " %s", want[name] == "" ? name "=n" : want[name]
+		}' "$@"
 }
 
 sum=$(cat "$@" "$TREE/kernel/trace/stackmap/Kconfig" 2>/dev/null | sha256sum | cut -d' ' -f1)

@@ -9,9 +9,11 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
-PACKAGES="clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev
-	  libssl-dev cpio busybox-static gawk gcc libc6-dev make python3 xz-utils zstd git rsync
-	  ca-certificates perl python3-ply python3-git"
+: "${LLVM_SUFFIX:?}"
+PACKAGES="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
+	  flex bison bc libelf-dev libssl-dev cpio busybox-static gawk gcc libc6-dev
+	  make python3 xz-utils zstd git rsync ca-certificates perl python3-ply
+	  python3-git"
 MIN_BINDGEN=0.71.1
 
 missing=

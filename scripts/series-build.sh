@@ -37,9 +37,9 @@ for c in $commits; do
 	# has: the options of the stackmap appear with its Kconfig.
 	if git -C "$WORK/tree" checkout -q --detach "$c" &&
 	   cp "$CONFIG" "$WORK/obj/.config" &&
-	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM=-19 \
+	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
 		olddefconfig > "$log" 2>&1 &&
-	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM=-19 \
+	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
 		-j"$(nproc)" "$(basename "$KERNEL_IMAGE")" >> "$log" 2>&1; then
 		echo "ok $n $subject ($(($(date +%s) - start)) s)"
 	else
