@@ -45,6 +45,11 @@ ifeq ($(DEBUG),1)
 OBJ		:= $(BUILD)/obj-debug
 FRAGMENTS	+= $(ROOT)/configs/debug.config
 IMAGE		:= $(BUILD)/bzImage-debug
+# Lockdep slows the guest several times over, the function tracer's tests
+# most: the plain boot of make check took 13 minutes here, and past the
+# 15 that QEMU is given otherwise when the host checks ran alongside.
+TIMEOUT		?= 2700
+export TIMEOUT
 endif
 
 INITRAMFS	:= $(BUILD)/initramfs.cpio
