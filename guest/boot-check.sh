@@ -26,6 +26,14 @@ check() { # description command...
 	fi
 }
 
+# finish: trace on again with the output options the tests expect; fails
+# unless every check of the plan ran and passed.
+finish() {
+	echo 0 > options/sym-offset
+	echo 1 > tracing_on
+	test "$n" -eq "$plan" && test "$failed" -eq 0
+}
+
 # What the boot recorded stays as it is while the checks read it.
 echo 0 > tracing_on
 TMPDIR=/tmp
@@ -86,9 +94,7 @@ if [ "${1-}" = end ]; then
 	check "end: the baseline's stacks went through the map" baseline_went_through_map
 	check "end: a stack recorded after the baseline is a cookie that resolves" \
 		stack_after_baseline_is_cookie
-	echo 0 > options/sym-offset
-	echo 1 > tracing_on
-	test "$n" -eq "$plan" && test "$failed" -eq 0
+	finish
 	exit
 fi
 
@@ -102,9 +108,7 @@ check "boot: every cookie resolves to its stack_map record" \
 	cookies_print_their_records
 check "boot: every other stack is in full and counted" nothing_lost
 check "boot: a persistent instance refuses the option (EINVAL)" persistent_refuses
-echo 0 > options/sym-offset
 # From here on only the baseline records stacks.
 echo 0 > events/sched/sched_switch/enable
 cookies_given > /tmp/boot-cookies
-echo 1 > tracing_on
-test "$n" -eq "$plan" && test "$failed" -eq 0
+finish
