@@ -8,14 +8,17 @@
 //! lane `i % 4`, so that four multiplies are in flight at once instead of
 //! one chain of `depth` dependent multiplies: on hardware the chain's latency
 //! is what a long stack's hash costs. The lanes start from different
-//! rotations of the seed, are combined at different rotations, and the result
-//! goes through the murmur3 finalizer, so that every bit, the low ones that
-//! pick the bucket included, depends on every frame and on its position.
+//! rotations of the seed and are combined at different rotations; the
+//! result is multiplied by `2^64` over the golden ratio (Fibonacci hashing),
+//! whose top bits, the ones that pick the bucket, depend on every bit of the
+//! lanes, so on every frame and on its position. One multiply where a full
+//! finalizer (murmur3's fmix64) takes two and three shifts: the low bits of
+//! the hash are left poor, and nothing uses them.
 //! The seed is random per map, so the placement of stacks differs from map
 //! to map and from boot to boot. The hash only picks the bucket: frames are
 //! always compared in full before a stack is called found.
 
-/// Computes the 64-bit hash of a stack.
+/// Computes the 64-bit hash of a stack, whose top bits pick its bucket.
 pub(crate) trait StackHash {
     /// Returns the hash of `frames`.
     fn hash(&self, frames: &[usize]) -> u64;
@@ -23,6 +26,9 @@ pub(crate) trait StackHash {
 
 /// Multiplier of the per-frame step (FxHash's constant).
 const FRAME_MUL: u64 = 0x517c_c1b7_2722_0a95;
+
+/// Multiplier of the lanes' combination: `2^64` over the golden ratio.
+const SPREAD_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Number of independent lanes the frames are spread over.
 const LANES: usize = 4;
@@ -60,7 +66,7 @@ impl StackHash for SeededHash {
             *lane = step(*lane, frame);
         }
         let [a, b, c, d] = lanes;
-        fmix64(a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48))
+        (a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48)).wrapping_mul(SPREAD_MUL)
     }
 }
 
@@ -68,14 +74,4 @@ impl StackHash for SeededHash {
 #[inline(always)]
 fn step(h: u64, frame: usize) -> u64 {
     (h.rotate_left(5) ^ frame as u64).wrapping_mul(FRAME_MUL)
-}
-
-/// The murmur3 64-bit finalizer: every input bit affects every output bit.
-#[inline]
-fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }

@@ -133,11 +133,14 @@ fn depth(header: u64) -> usize {
     ((header >> NEXT_BITS) & DEPTH_MASK) as usize
 }
 
-/// Returns the bucket of a stack of hash `hash`, in a table of `mask + 1`
-/// buckets.
+/// Returns the bucket of a stack of hash `hash`, in a table of `2^bits`
+/// buckets: the top bits of the hash, the ones that depend on all of it.
+///
+/// `bits` is at least [`BITS_MIN`]; the shift wraps rather than panics
+/// otherwise, and the caller's bounds check catches the bucket.
 #[inline]
-pub(crate) fn bucket(hash: u64, mask: usize) -> usize {
-    hash as usize & mask
+pub(crate) fn bucket(hash: u64, bits: u32) -> usize {
+    hash.wrapping_shr(u64::BITS - bits) as usize
 }
 
 /// Returns whether the frames `stored` in a record are `frames`.
@@ -284,6 +287,7 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Returns `log2` of [`Self::capacity`].
+    #[inline]
     pub(crate) fn bits(&self) -> u32 {
         self.capacity().trailing_zeros()
     }
@@ -360,9 +364,7 @@ impl<H: StackHash> Table<H> {
             return Err(Fallback::Depth);
         }
         let hash = self.hash.hash(frames);
-        // The number of buckets is a power of two, never 0.
-        let mask = self.buckets.len().wrapping_sub(1);
-        let Some(bucket) = self.buckets.get(bucket(hash, mask)) else {
+        let Some(bucket) = self.buckets.get(bucket(hash, self.bits())) else {
             return Err(Fallback::Full);
         };
         // ORDERING: Acquire pairs with the Release cmpxchg that linked the
