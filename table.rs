@@ -579,6 +579,32 @@ impl<H: StackHash> Table<H> {
         header.store(new, Release);
     }
 
+    /// Inserts `frames` as an insert would that walked their chain from slot
+    /// `head`, found them missing and then lost the race to link: the
+    /// records linked in front of `head` since are the ones it raced.
+    /// Plays the retry of `insert()` that only a concurrent insert, an
+    /// interrupt or an NMI can otherwise make it take. An insert would not
+    /// have begun if the chain from `head` held the stack or were too long
+    /// to walk: that gives [`Fallback::Full`].
+    #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
+    pub(crate) fn insert_raced(
+        &self,
+        head: usize,
+        frames: &[usize],
+        _rcu: ReadSection<'_>,
+    ) -> Result<Found, Fallback> {
+        let generation = self.open().ok_or(Fallback::Reset)?;
+        let hash = self.hash.hash(frames);
+        let bucket = self
+            .buckets
+            .get(bucket(hash, self.bits()))
+            .ok_or(Fallback::Full)?;
+        match self.walk(head, 0, MAX_PROBE, frames) {
+            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation),
+            _ => Err(Fallback::Full),
+        }
+    }
+
     /// Returns the header of the record in `slot` if it is published.
     #[inline]
     fn published(&self, slot: usize) -> Option<u64> {

@@ -60,6 +60,17 @@ mod cases {
         map.lookup(frames, ReadSection::new(&rcu::read_lock()))
     }
 
+    /// Inserts `frames` as an insert that walked their chain from slot `head`
+    /// and then lost the race to link ([`Table::insert_raced`]).
+    fn insert_raced<H: StackHash>(
+        map: &StackMap<H>,
+        head: usize,
+        frames: &[usize],
+    ) -> Result<Found, Fallback> {
+        map.table()
+            .insert_raced(head, frames, ReadSection::new(&rcu::read_lock()))
+    }
+
     /// Returns the frames of the stack in `slot` of the current generation.
     fn stored<H: StackHash>(map: &StackMap<H>, slot: usize) -> Option<KVec<usize>> {
         resolve(map, Cookie::new(map.table().generation(), slot as u32))
@@ -469,6 +480,54 @@ mod cases {
         assert_eq!(refs(&map, c), Some(2));
         assert_eq!(refs(&map, d), Some(2));
         assert_eq!(published_slots(map.table()).len(), 3);
+    }
+
+    #[test]
+    fn insert_that_lost_the_race_to_link_uses_what_was_linked() {
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
+        let table = map.table();
+        let (s, t, u) = (stack(21, 8), stack(22, 8), stack(23, 6));
+        // Inserts of `s` that walked the chain while it was empty, and
+        // meanwhile `t`, then `s` itself, were linked; `s` is not published
+        // yet. The space they reserve, a header and 8 frames of 8 bytes
+        // each, stays unused.
+        let ct = lookup(&map, &t).expect("insert").cookie();
+        let cs = lookup(&map, &s).expect("insert").cookie();
+        let used = table.arena_bytes_used();
+        table.set_published(cs.slot() as usize, false);
+        assert_eq!(insert_raced(&map, 0, &s), Err(Fallback::Busy));
+        assert_eq!(table.arena_bytes_used(), used + 9 * 8);
+        table.set_published(cs.slot() as usize, true);
+        assert_eq!(insert_raced(&map, 0, &s), Ok(Found::Hit(cs)));
+        assert_eq!(table.arena_bytes_used(), used + 2 * 9 * 8);
+        assert_eq!(refs(&map, cs), Some(2));
+        // An insert of `u` that saw only `t`: it links in front of `s`, the
+        // one record linked since.
+        let found = insert_raced(&map, ct.slot() as usize, &u);
+        assert!(matches!(found, Ok(Found::Inserted(_))));
+        let cu = found.expect("inserted").cookie();
+        assert_eq!(published_slots(table).len(), 3);
+        for (frames, cookie) in [(&s, cs), (&t, ct), (&u, cu)] {
+            assert_eq!(lookup(&map, frames), Ok(Found::Hit(cookie)));
+            assert_eq!(resolve(&map, cookie).expect("resolves")[..], frames[..]);
+        }
+        // The chain holds at most `MAX_PROBE` records on this path too. An
+        // insert that saw only the chain's first record, all the others
+        // linked since, links the last record the chain has room for; the
+        // next such insert falls back.
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
+        let first = lookup(&map, &stack(0, 4)).expect("insert").cookie().slot() as usize;
+        for id in 1..MAX_PROBE - 1 {
+            lookup(&map, &stack(id, 4)).expect("insert");
+        }
+        let last = insert_raced(&map, first, &stack(MAX_PROBE - 1, 4));
+        assert!(matches!(last, Ok(Found::Inserted(_))));
+        let past = insert_raced(&map, first, &stack(MAX_PROBE, 4));
+        assert_eq!(past, Err(Fallback::Full));
+        assert_eq!(published_slots(map.table()).len(), MAX_PROBE);
+        for id in 0..MAX_PROBE {
+            assert!(matches!(lookup(&map, &stack(id, 4)), Ok(Found::Hit(_))));
+        }
     }
 
     #[test]
