@@ -151,7 +151,10 @@ impl Refs {
         };
         let entry = &pending.0[slot % PENDING];
         let old = entry.load(Relaxed);
-        if old & !COUNT == tag(slot) && old & COUNT < SATURATED - 1 {
+        // Whether the entry is this stack's and has room for one more
+        // count, in one compare: the tag's low half is 0, so the xor is the
+        // count if the entry is the stack's, and at least 2^32 otherwise.
+        if old ^ tag(slot) < SATURATED - 1 {
             // ORDERING: Relaxed: the entry publishes nothing; a count that
             // leaves it is ordered by the Release in `add_shared()`.
             if entry.cmpxchg(old, old.wrapping_add(1), Relaxed).is_ok() {
