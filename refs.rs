@@ -17,12 +17,15 @@
 //! hit.
 //!
 //! An entry is one word, the slot number plus one in the high half and the
-//! count in the low half, updated with a cmpxchg: an interrupt or NMI that
-//! updates the same entry in the middle of a hit makes the hit's cmpxchg
-//! fail instead of being overwritten, and the hit then counts on the shared
-//! count. The cmpxchg is atomic, not a `this_cpu` operation, so that it is
-//! NMI-safe on every architecture and stays right if the caller moves to
-//! another CPU in between.
+//! count in the low half, updated with `this_cpu_cmpxchg()`: an interrupt
+//! or NMI that updates the same entry in the middle of a hit makes the hit's
+//! cmpxchg fail instead of being overwritten, and the hit then counts on the
+//! shared count. The cmpxchg is one instruction with no lock prefix on x86,
+//! and an atomic where the architecture's `this_cpu` operations are not
+//! NMI-safe. A caller that moves to another CPU between reading the entry
+//! and the cmpxchg (recorders run with preemption disabled; tests may not)
+//! compares against the other CPU's entry, and changes it only if it holds
+//! the same tag and count: what the change adds or takes is right for it.
 //!
 //! The shared count of a stack is the high half of a word its table keeps
 //! for it ([`SharedCounts`]), the header of its record; the low half is the
@@ -39,9 +42,9 @@
 //! lower than one read before it. Once the recorders stop, the counts it
 //! reads are exact.
 
-use crate::platform::{storage, Acquire, Atomic, Relaxed, Release, Storage};
+use crate::platform::{Acquire, Atomic, Relaxed, Release};
 use kernel::{
-    cpu::{nr_cpu_ids, CpuId},
+    percpu::{possible_cpus, PerCpuCounters},
     prelude::*,
 };
 
@@ -95,11 +98,6 @@ fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
     before
 }
 
-/// One CPU's entries, on cache lines of their own (two at a time, for CPUs
-/// that fetch lines in pairs).
-#[repr(align(128))]
-struct Pending([Atomic<u64>; PENDING]);
-
 /// Returns the high half of the entries that count for `slot`: never 0,
 /// which marks a free entry.
 #[inline]
@@ -118,23 +116,21 @@ fn tag(slot: usize) -> u64 {
 ///   after the slot's publication, fill entries, and [`Refs::clear`]
 ///   empties them all between generations.
 pub(crate) struct Refs {
-    /// Per possible CPU id.
-    pending: Storage<Pending>,
+    /// The entries of each CPU, in its per-CPU area.
+    pending: PerCpuCounters<PENDING>,
 }
 
 impl Refs {
     /// Allocates the caches.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            pending: storage(nr_cpu_ids() as usize, || {
-                Pending([const { Atomic::new(0) }; PENDING])
-            })?,
+            pending: PerCpuCounters::new(GFP_KERNEL)?,
         })
     }
 
     /// Returns the bytes the caches occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.pending.len() * size_of::<Pending>()
+        possible_cpus().count() * size_of::<[u64; PENDING]>()
     }
 
     /// Adds one to the count of `slot`, whose stack was found, in `counts`.
@@ -145,19 +141,19 @@ impl Refs {
         let Some(shared) = counts.shared(slot) else {
             return;
         };
-        let Some(pending) = self.pending.get(CpuId::current().as_u32() as usize) else {
-            add_shared(shared, 1);
-            return;
-        };
-        let entry = &pending.0[slot % PENDING];
-        let old = entry.load(Relaxed);
+        let index = slot % PENDING;
+        let old = self.pending.this_cpu_read(index);
         // Whether the entry is this stack's and has room for one more
         // count, in one compare: the tag's low half is 0, so the xor is the
         // count if the entry is the stack's, and at least 2^32 otherwise.
         if old ^ tag(slot) < SATURATED - 1 {
-            // ORDERING: Relaxed: the entry publishes nothing; a count that
-            // leaves it is ordered by the Release in `add_shared()`.
-            if entry.cmpxchg(old, old.wrapping_add(1), Relaxed).is_ok() {
+            // ORDERING: `this_cpu_cmpxchg()` orders nothing, and need not:
+            // the entry publishes nothing; a count that leaves it is ordered
+            // by the Release in `add_shared()`.
+            if self
+                .pending
+                .this_cpu_cmpxchg(index, old, old.wrapping_add(1))
+            {
                 return;
             }
             // Changed by an interrupt or NMI since the load above.
@@ -169,9 +165,9 @@ impl Refs {
         // it on every hit.
         let before = add_shared(shared, 1);
         if old == 0 || before.wrapping_add(1) % TAKE_EVERY == 0 {
-            // ORDERING: Relaxed, as above; the count it takes leaves with
+            // ORDERING: Unordered, as above; the count it takes leaves with
             // the Release in `add_shared()`.
-            if entry.cmpxchg(old, tag(slot), Relaxed).is_ok() {
+            if self.pending.this_cpu_cmpxchg(index, old, tag(slot)) {
                 self.flush(counts, old);
             }
         }
@@ -199,9 +195,8 @@ impl Refs {
         let shared = counts
             .shared(slot)
             .map_or(0, |shared| shared.load(Acquire) >> SHARED_SHIFT);
-        self.pending
-            .iter()
-            .map(|pending| pending.0[slot % PENDING].load(Relaxed))
+        possible_cpus()
+            .map(|cpu| self.pending.read(cpu, slot % PENDING))
             .filter(|&entry| entry & !COUNT == tag(slot))
             .fold(shared, |sum, entry| sum + (entry & COUNT))
             .min(SATURATED)
@@ -211,8 +206,10 @@ impl Refs {
     ///
     /// Must run while the table's gate is closed and no recorder is inside.
     pub(crate) fn clear(&self) {
-        for entry in self.pending.iter().flat_map(|pending| &pending.0) {
-            entry.store(0, Relaxed);
+        for cpu in possible_cpus() {
+            for index in 0..PENDING {
+                self.pending.set(cpu, index, 0);
+            }
         }
     }
 }

@@ -10,8 +10,8 @@ direct call and tail call from the entry points through vmlinux and fails
 if any function it reaches is a panic or failure routine of the Rust core
 library, or if the path makes an indirect call that cannot be followed;
 and, in a second case, if it reaches any function outside the stackmap
-but the atomics, CPU number, per-CPU add and memcpy helpers it is meant
-to use.
+but the atomics, per-CPU operations (add, read, cmpxchg) and memcpy
+helpers it is meant to use.
 
 Prints TAP, two cases per entry point.
 
@@ -33,7 +33,7 @@ PANIC = re.compile(r'panic|_fail(ed)?\b|rust_begin_unwind')
 # What the recording path may call besides its own code: nothing that
 # locks, allocates or sleeps.
 ALLOWED = re.compile(r'^(<?stackmap::|ftrace_stackmap_|(__)?memcpy'
-                     r'|rust_helper_(atomic|raw_smp_processor_id$|this_cpu_add_))')
+                     r'|rust_helper_(atomic|this_cpu_(add|read|cmpxchg)_))')
 
 
 def symbols(nm, vmlinux):
@@ -122,7 +122,7 @@ def main():
             failed += 1
         else:
             print(f'ok {2 * n} {root} cannot lock or sleep: it reaches only the '
-                  'stackmap, atomics, per-CPU adds and memcpy')
+                  'stackmap, atomics, per-CPU operations and memcpy')
     return 1 if failed else 0
 
 

@@ -170,10 +170,51 @@ pub mod percpu {
         /// instruction: a CPU's counters have one writer, its thread.
         #[inline]
         pub fn add(&self, index: usize, value: u64) {
-            let cpu = CpuId::current().as_u32() as usize;
-            if let Some(counter) = self.0[cpu].0.get(index) {
+            if let Some(counter) = self.this_cpu(index) {
                 counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
             }
+        }
+
+        /// Returns counter `index` of the calling thread's CPU.
+        #[inline]
+        pub fn this_cpu_read(&self, index: usize) -> u64 {
+            self.this_cpu(index)
+                .map_or(0, |counter| counter.load(Relaxed))
+        }
+
+        /// Sets counter `index` of the calling thread's CPU to `new` if it
+        /// is `old`; returns whether it did.
+        ///
+        /// In the tests, whose threads may share a CPU here, an atomic
+        /// compare-exchange. In the benchmark, whose threads have CPUs of
+        /// their own, a load and a store, as `this_cpu_cmpxchg()` has no
+        /// lock prefix on x86.
+        #[inline]
+        pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+            let Some(counter) = self.this_cpu(index) else {
+                return false;
+            };
+            if cfg!(test) {
+                counter.compare_exchange(old, new, Relaxed, Relaxed).is_ok()
+            } else if counter.load(Relaxed) == old {
+                counter.store(new, Relaxed);
+                true
+            } else {
+                false
+            }
+        }
+
+        /// Sets counter `index` of `cpu` to `value`.
+        pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
+            if let Some(counter) = self.0[cpu.as_u32() as usize].0.get(index) {
+                counter.store(value, Relaxed);
+            }
+        }
+
+        /// Returns counter `index` of the calling thread's CPU.
+        #[inline]
+        fn this_cpu(&self, index: usize) -> Option<&AtomicU64> {
+            self.0[CpuId::current().as_u32() as usize].0.get(index)
         }
 
         /// Returns counter `index` of `cpu`.

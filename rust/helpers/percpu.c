@@ -18,3 +18,20 @@ __rust_helper void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {
 	this_cpu_add(*ptr, val);
 }
+
+__rust_helper u64 rust_helper_this_cpu_read_u64(u64 __percpu *ptr)
+{
+	return this_cpu_read(*ptr);
+}
+
+/*
+ * Atomic against interrupts and NMIs on this CPU: where this_cpu operations
+ * are not NMI-safe, an atomic cmpxchg() of the copy of the CPU it runs on.
+ */
+__rust_helper u64 rust_helper_this_cpu_cmpxchg_u64(u64 __percpu *ptr, u64 old,
+						   u64 new)
+{
+	if (IS_ENABLED(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))
+		return this_cpu_cmpxchg(*ptr, old, new);
+	return cmpxchg(raw_cpu_ptr(ptr), old, new);
+}

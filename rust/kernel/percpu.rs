@@ -30,10 +30,11 @@ pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
 
 /// `N` 64-bit counters for each possible CPU, from the per-CPU allocator.
 ///
-/// A CPU adds to its own counters with `this_cpu_add()`: on architectures
-/// with per-CPU addressing that is one instruction, atomic against
-/// interrupts and NMIs on the same CPU, with no lock prefix and no cache
-/// line shared with other CPUs. Any CPU may read any CPU's counters.
+/// A CPU adds to its own counters with `this_cpu_add()`, or compares and
+/// sets one with `this_cpu_cmpxchg()`: on architectures with per-CPU
+/// addressing each is one instruction, atomic against interrupts and NMIs
+/// on the same CPU, with no lock prefix and no cache line shared with other
+/// CPUs. Any CPU may read any CPU's counters.
 ///
 /// # Invariants
 ///
@@ -60,8 +61,9 @@ pub struct PerCpuCounters<const N: usize> {
 // which any thread may use, and the allocation may be freed from any thread.
 unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
-// SAFETY: `add()` only updates the calling CPU's counters, with an operation
-// that is atomic on that CPU; `read()` reads with `READ_ONCE()`.
+// SAFETY: `add()` and `this_cpu_cmpxchg()` only update the calling CPU's
+// counters, with operations that are atomic on that CPU; `read()` and `set()`
+// access any CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
@@ -110,25 +112,70 @@ impl<const N: usize> PerCpuCounters<N> {
         }
     }
 
+    /// Returns counter `index` of the current CPU, or 0 if there is no
+    /// counter `index`.
+    #[inline]
+    pub fn this_cpu_read(&self, index: usize) -> u64 {
+        self.counter(index).map_or(0, |counter| {
+            // SAFETY: By the type invariant and `index < N`, `counter` is the
+            // per-CPU pointer of a `u64` of this allocation, which lives as
+            // long as `self`.
+            unsafe { bindings::this_cpu_read_u64(counter) }
+        })
+    }
+
+    /// Sets counter `index` of the current CPU to `new` if it is `old`, as
+    /// `this_cpu_cmpxchg()`; returns whether it did. Does nothing if there
+    /// is no counter `index`.
+    ///
+    /// Safe in any context and with preemption enabled: the CPU whose
+    /// counter is compared and set is the one that runs the operation.
+    /// Atomic against interrupts and NMIs on that CPU, also where the
+    /// architecture's `this_cpu_cmpxchg()` is not NMI-safe: there it is an
+    /// atomic `cmpxchg()` of that CPU's counter.
+    #[inline]
+    pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+        self.counter(index).is_some_and(|counter| {
+            // SAFETY: As in `this_cpu_read()`.
+            unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) == old }
+        })
+    }
+
+    /// Sets counter `index` of `cpu` to `value`; does nothing if there is no
+    /// counter `index` or `cpu` is not possible.
+    ///
+    /// Not atomic against the updates `cpu` makes meanwhile, one of which
+    /// would be lost: for callers that know `cpu` does not update it.
+    pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
+        if let Some(counter) = self.per_cpu(cpu, index) {
+            counter.store(value, Relaxed);
+        }
+    }
+
     /// Returns counter `index` of `cpu`, or 0 if there is no counter
     /// `index` or `cpu` is not possible.
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
     pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
-        let Some(counter) = self.counter(index).filter(|_| is_possible(cpu)) else {
-            return 0;
-        };
+        self.per_cpu(cpu, index)
+            .map_or(0, |counter| counter.load(Relaxed))
+    }
+
+    /// Returns counter `index` of `cpu`, if there is one and `cpu` is
+    /// possible.
+    fn per_cpu(&self, cpu: CpuId, index: usize) -> Option<&Atomic<u64>> {
+        let counter = self.counter(index).filter(|_| is_possible(cpu))?;
         // SAFETY: By the type invariant, `counter` is a per-CPU pointer of
         // this live allocation, and `cpu` is a possible CPU (checked above).
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
-        // Its only writer is `this_cpu_add()` on `cpu`, which on a 64-bit
-        // architecture stores the aligned word whole (one `add` to memory on
-        // x86-64, an atomic on arm64, one store in the generic version), so
-        // `READ_ONCE()` sees the old value or the new one, never half of
-        // each. On 32-bit the generic store is two halves: the only user,
-        // the ftrace stackmap, depends on `64BIT`.
-        unsafe { Atomic::<u64>::from_ptr(ptr.cast()) }.load(Relaxed)
+        // The `this_cpu_*()` operations of `cpu` store the aligned word
+        // whole on a 64-bit architecture (one instruction on x86-64, an
+        // atomic on arm64, one store in the generic versions), so marked
+        // accesses from other CPUs see the old value or the new one, never
+        // half of each. On 32-bit the generic store is two halves: the only
+        // user, the ftrace stackmap, depends on `64BIT`.
+        Some(unsafe { Atomic::<u64>::from_ptr(ptr.cast()) })
     }
 }
 
