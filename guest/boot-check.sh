@@ -5,7 +5,8 @@
 #   trace_event=sched:sched_switch
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines; with 'end', the
-# checks after the upstream baseline ran on that boot. Exits 1 if a check
+# checks after the upstream baseline ran on that boot; with 'startup', the
+# checks of a boot with trace_options=stackmap alone. Exits 1 if a check
 # failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
@@ -87,6 +88,30 @@ stack_after_baseline_is_cookie() {
 	echo 0 > events/sched/sched_switch/enable
 	cookies_print_their_records && nothing_lost $fallbacks
 }
+# The tracers' startup tests (kernels with FTRACE_STARTUP_TEST) run only
+# on a boot whose command line turns on no tracer or event: the startup
+# boot sets trace_options=stackmap alone. They check the type of each entry
+# they recorded, and the wakeup tracers record a stack at each wakeup.
+startup_stacks_went_through_map() {
+	echo "inserts: `stat_value inserts`, hits: `stat_value hits`"
+	test "`stat_value inserts`" -gt 0
+}
+startup_tests_passed() {
+	dmesg | grep -e 'Testing tracer' -e FAILED
+	dmesg | grep -q 'Testing tracer wakeup: PASSED' && ! dmesg | grep -q FAILED
+}
+if [ "${1-}" = startup ]; then
+	plan=3
+	echo "1..$plan"
+	check "startup: trace_options=stackmap turns the option on" option_is_on
+	check "startup: the wakeup tracers' stacks went through the map" \
+		startup_stacks_went_through_map
+	check "startup: the tracers' startup tests passed, cookie entries and all" \
+		startup_tests_passed
+	finish
+	exit
+fi
+
 if [ "${1-}" = end ]; then
 	plan=3
 	echo "1..$plan"

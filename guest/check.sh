@@ -10,6 +10,8 @@
 #   baseline[-NAME]    ftracetest on the upstream baseline ($BASELINE_TESTS)
 #   boot               checks of a boot with the stackmap on the command line
 #   boot-end           checks of that boot after the baseline ran on it
+#   startup            checks of the tracers' startup tests on a boot with
+#                      trace_options=stackmap alone
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
@@ -53,6 +55,10 @@ for section in "$@"; do
 	boot-end)
 		echo "@@SECTION ftracetest boot-end@@"
 		sh /boot-check.sh end || status=1
+		;;
+	startup)
+		echo "@@SECTION ftracetest startup@@"
+		sh /boot-check.sh startup || status=1
 		;;
 	*)
 		echo "check.sh: unknown section '$section'"

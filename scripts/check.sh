@@ -1,14 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# `make check`: boot twice and count every test case.
+# `make check`: boot twice (the debug kernel three times) and count every
+# test case.
 #
 # Both boots collect the KUnit results printed at boot. The first runs
 # ftracetest on our tests and on the upstream baseline. The second boots
 # with the stackmap enabled on the kernel command line, checks what it
 # recorded from the first events on, runs the baseline again with the
 # option on, and checks that the option stayed on through it and that the
-# map still records. Meanwhile the host-side cargo tests run natively and
+# map still records. A kernel built with the tracers' startup tests boots
+# a third time, below. Meanwhile the host-side cargo tests run natively and
 # under Miri, and the series made for upstream goes through checkpatch.
 # The last line is 'N passed, N failed, N skipped'; scripts/summarize.py
 # also counts as a failed case a section short of its plan, a skipped
@@ -37,6 +39,18 @@ for section in kunit stackmap baseline boot baseline-stackmap boot-end host miri
 	       panic-free series; do
 	summary_args+=(--must-run "$section")
 done
+
+# A kernel with the tracers' startup tests (configs/debug.config) boots a
+# third time, with trace_options=stackmap alone: the tests check the type
+# of each entry they record, and on that boot the wakeup tracers' stacks
+# are cookies. The stackmap boot's trace_event= turns the tests off.
+boots=(plain stackmap)
+startup=false
+if grep -q '^CONFIG_FTRACE_STARTUP_TEST=y' "$OBJ/.config"; then
+	startup=true
+	boots+=(startup)
+	summary_args+=(--section startup --must-run startup)
+fi
 
 # Host-side crates: each test case counts; a crate whose tests do not
 # build or run to the end counts as one failed case. They run twice: built
@@ -80,7 +94,7 @@ summary_args+=(--cargo "host=$BUILD/cargo-test.out" --cargo "miri=$BUILD/miri-te
 	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out")
 
 guest_env="STACKMAP_TESTS=test.d/stackmap BASELINE_TESTS='$(echo $BASELINE)'"
-# The two boots run side by side: much of their time is guest sleeps.
+# The boots run side by side: much of their time is guest sleeps.
 boot() { # name append section...
 	local name=$1 append=$2
 	shift 2
@@ -98,11 +112,15 @@ boot plain "" "${first[@]}" &
 pids[plain]=$!
 boot stackmap "$STACKMAP_BOOT" "${second[@]}" &
 pids[stackmap]=$!
+if $startup; then
+	boot startup "trace_options=stackmap" startup &
+	pids[startup]=$!
+fi
 
 # A boot that failed or never reported counts as a failed case, and so
 # does a kernel splat in its log: summarize.py reads them from the logs.
 logs=()
-for name in plain stackmap; do
+for name in "${boots[@]}"; do
 	log=$BUILD/check-$name.log
 	wait "${pids[$name]}"
 	status=$?
