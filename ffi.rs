@@ -304,6 +304,8 @@ pub unsafe extern "C" fn ftrace_stackmap_show_bin_slot(
 /// Prints `stack_map_stat`: the counters of `map`, or, when `map` is NULL,
 /// the size a map of `bits` would have.
 ///
+/// Sleeps while a reset of `map` runs.
+///
 /// # Safety
 ///
 /// `map` must be NULL or a live map, and `m` a seq file being shown by this
@@ -323,13 +325,25 @@ pub unsafe extern "C" fn ftrace_stackmap_show_stat(
     tracefs::show_stat(map, m, bits);
 }
 
-/// Returns the number of stacks stored in the current generation of `map`.
+/// Returns the generation of `map` and stores in `*entries` the number of
+/// stacks stored in it, both read once no reset runs: the records a dump
+/// opened now walks.
+///
+/// Sleeps while a reset runs.
 ///
 /// # Safety
 ///
-/// `map` must be a live map.
+/// `map` must be a live map, and `entries` valid for a write.
 #[export]
-pub unsafe extern "C" fn ftrace_stackmap_entries(map: *mut CMap) -> c_uint {
+pub unsafe extern "C" fn ftrace_stackmap_dump_generation(
+    map: *mut CMap,
+    entries: *mut c_uint,
+) -> u32 {
     // SAFETY: `map` is live for the call per the safety requirements.
-    unsafe { borrow(map) }.table().entries() as c_uint
+    let map = unsafe { borrow(map) };
+    let (generation, stored) =
+        map.between_resets(|| (map.table().generation(), map.table().entries()));
+    // SAFETY: `entries` is valid for a write per the safety requirements.
+    unsafe { entries.write(stored as c_uint) };
+    generation
 }

@@ -36,6 +36,16 @@ impl<H: StackHash> StackMap<H> {
         self.reopen_after_reset(&guard);
     }
 
+    /// Runs `f` with no reset in progress, so that what it reads of the
+    /// table and the counters belongs to one generation: a reset clears
+    /// the table and starts the counters again one after the other.
+    ///
+    /// Sleeps while a reset runs.
+    pub(crate) fn between_resets<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.reset_lock.lock();
+        f()
+    }
+
     /// The first step of a reset: closes the gate, so that recorders fall
     /// back to full stacks, counted from now on as reset fallbacks.
     pub(crate) fn close_for_reset(&self, _reset: &MutexGuard<'_, bool>) {

@@ -87,7 +87,18 @@ pub(crate) fn show_slot(
 
 /// Prints the `stack_map_stat` file: of `map`, or of the map an instance
 /// would get with `bits` when it has none yet.
+///
+/// Sleeps while a reset runs: read in the middle of one, the file would
+/// show the counters of the old generation beside an emptied table.
 pub(crate) fn show_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
+    match map {
+        Some(map) => map.between_resets(|| print_stat(Some(map), m, bits)),
+        None => print_stat(None, m, bits),
+    }
+}
+
+/// Prints the `stack_map_stat` file, as [`show_stat`] once no reset runs.
+fn print_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
     let (generation, entries, capacity, slots, memory, stacks, totals) = match map {
         Some(map) => {
             let table = map.table();
