@@ -11,9 +11,11 @@
 //!
 //! The generation is 32 bits and skips 0, so it comes back to the same
 //! value after `2^32 - 1` resets or map replacements: a cookie that old,
-//! still in the ring buffer, may then resolve to another stack. Each reset
-//! waits for an RCU grace period, normally milliseconds, so that takes
-//! weeks of back-to-back resets.
+//! still in the ring buffer, may then resolve to another stack, or to
+//! words inside one, which the reader shows as frames (no more than a
+//! stack's worth of the words in use). Each reset waits for an RCU grace
+//! period, normally milliseconds, so that takes weeks of back-to-back
+//! resets, less where grace periods are expedited.
 
 /// A stack's name in the ring buffer: the map generation and the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

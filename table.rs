@@ -618,7 +618,10 @@ impl<H: StackHash> Table<H> {
     /// `generation` and a stack was published in the slot.
     ///
     /// `slot` must be a record's, such as one a cookie of `generation`
-    /// names: any other word would be read as a header.
+    /// names: any other word would be read as a header. Only a cookie whose
+    /// generation came round again (see [`crate::cookie`]) names another
+    /// word; what that word gives is then still kept to at most
+    /// [`MAX_DEPTH`] words reserved in this generation.
     pub(crate) fn slot<'a>(
         &'a self,
         slot: usize,
@@ -629,9 +632,17 @@ impl<H: StackHash> Table<H> {
             return None;
         }
         let header = self.published(slot)?;
+        let depth = depth(header);
+        // ORDERING: Relaxed: the record's reservation came before its
+        // publication, which the Acquire load of the header saw, so a
+        // published record always lies within what this load returns.
+        let reserved = self.used.0.load(Relaxed) as u32 as usize;
+        if depth > MAX_DEPTH || slot + HEADER_WORDS + depth > reserved {
+            return None;
+        }
         // SAFETY: Published (Acquire above) after the gate was seen open,
         // within `_rcu`, which outlives the record.
-        let frames = unsafe { self.frames(slot, depth(header)) }?;
+        let frames = unsafe { self.frames(slot, depth) }?;
         Some(Record {
             slot,
             refs: &self.refs,
