@@ -42,7 +42,7 @@
 //! lower than one read before it. Once the recorders stop, the counts it
 //! reads are exact.
 
-use crate::platform::{Acquire, Atomic, Relaxed, Release};
+use crate::platform::{Acquire, Atomic, Release};
 use kernel::{
     percpu::{possible_cpus, PerCpuCounters},
     prelude::*,
@@ -61,7 +61,9 @@ const COUNT: u64 = u32::MAX as u64;
 /// The largest count: reads report no more, and a shared count that an add
 /// takes past it is put back to it. An entry holds fewer counts, so that
 /// an add, of an entry or of one hit, never takes a shared count past
-/// `2^32` from below it: the count is kept in 32 bits.
+/// `2^32` from below it: the count is kept in 32 bits. Only two adds of
+/// nearly that much each, at once, carry out of the word: the count then
+/// reads low until one of them puts it back.
 pub(crate) const SATURATED: u64 = 1 << 31;
 
 /// Where the shared count sits in its word.
@@ -93,7 +95,11 @@ fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
         // The low half is the table's, unchanged since the count was set:
         // only the count is put back. Adds that land in between are lost,
         // above the saturation anyway.
-        word.store((SATURATED << SHARED_SHIFT) | (old & COUNT), Relaxed);
+        // ORDERING: Release, as the add: a store, unlike an add, does not
+        // carry on the release sequence of `publish()`, so a reader that
+        // loads this value with Acquire (`Table::published()`) sees the
+        // frames only through this store, after the lookup that found them.
+        word.store((SATURATED << SHARED_SHIFT) | (old & COUNT), Release);
     }
     before
 }
