@@ -61,9 +61,11 @@ pub struct PerCpuCounters<const N: usize> {
 // which any thread may use, and the allocation may be freed from any thread.
 unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
-// SAFETY: `add()` and `this_cpu_cmpxchg()` only update the calling CPU's
-// counters, with operations that are atomic on that CPU; `read()` and `set()`
-// access any CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
+// SAFETY: `add()` and `this_cpu_cmpxchg()` update the calling CPU's
+// counters, with operations that are atomic on that CPU (a caller that moved
+// to another CPU meanwhile may cmpxchg the first one's counter, atomically,
+// see `this_cpu_cmpxchg()`); `read()` and `set()` access any CPU's counter
+// with `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
@@ -132,7 +134,11 @@ impl<const N: usize> PerCpuCounters<N> {
     /// counter is compared and set is the one that runs the operation.
     /// Atomic against interrupts and NMIs on that CPU, also where the
     /// architecture's `this_cpu_cmpxchg()` is not NMI-safe: there it is an
-    /// atomic `cmpxchg()` of that CPU's counter.
+    /// atomic `cmpxchg()` of that CPU's counter, picked before the
+    /// `cmpxchg()`, so that a caller that moves to another CPU in between
+    /// sets the first CPU's counter and may undo an [`Self::add`] that
+    /// CPU made meanwhile. Counters that both update need preemption
+    /// disabled around this call to lose no count.
     #[inline]
     pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
         self.counter(index).is_some_and(|counter| {
