@@ -19,7 +19,7 @@
 //! ([`Refs`]).
 //!
 //! Insertion never waits for another CPU. The inserter reserves arena space
-//! with a bounded cmpxchg, writes the frames and the header, and links the
+//! with a cmpxchg loop, writes the frames and the header, and links the
 //! record in front of the chain it walked with a cmpxchg of the bucket. If
 //! the bucket changed, it walks the records linked meanwhile: if one of them
 //! is its stack, that record wins and the space reserved stays unused for
@@ -519,8 +519,9 @@ impl<H: StackHash> Table<H> {
     /// Reserves one record of `depth` frames; returns its slot and its frame
     /// words.
     ///
-    /// Bounded: it retries only when another CPU reserved or published in
-    /// between, and gives up as soon as the record would not fit.
+    /// Lock-free: it retries only when another CPU reserved or published
+    /// in between, so some CPU always gets on, and gives up as soon as the
+    /// record would not fit.
     fn reserve(&self, depth: usize) -> Option<(usize, &[Word])> {
         let mut used = self.used.0.load(Relaxed);
         loop {
