@@ -247,6 +247,10 @@ def main():
                 for c, m in cases:
                     seen.add("kunit:" + c.split(".")[0])
                     case(group, f"{c} [{boot}]", m)
+                reported = {c.split(".")[0] for c, _ in cases}
+                problems += [f"{suite} (suite did not report in {boot})"
+                             for suite in args.kunit_suite
+                             if suite not in reported]
             elif name.startswith("ftracetest "):
                 group = name.split()[1]
                 cases, problems = ftracetest_cases(lines)
