@@ -47,6 +47,10 @@ bits_are_clamped_to_18() {
 		test "`stat_value capacity`" = 262144
 }
 first_stack_is_cookie() {
+	# The first stack is the oldest one only if none was overwritten.
+	if grep -v ' 0$' per_cpu/cpu*/stats | grep 'overrun:'; then
+		return 1
+	fi
 	first=`grep -m1 '<stack' trace`
 	echo "first stack event: $first"
 	case "$first" in
