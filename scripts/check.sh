@@ -13,9 +13,9 @@
 # a third time, below. Meanwhile the host-side cargo tests run natively and
 # under Miri, and the series made for upstream goes through checkpatch.
 # The last line is 'N passed, N failed, N skipped'; scripts/summarize.py
-# also counts as a failed case a section short of its plan, a skipped
-# case, a boot that failed or never reported, and a kernel splat in a
-# console log.
+# also counts as a failed case a section short of its plan or of the
+# tests it must run, a skipped case, a boot that failed or never
+# reported, and a kernel splat in a console log.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +38,21 @@ done
 for section in kunit stackmap baseline boot baseline-stackmap boot-end host miri \
 	       panic-free series; do
 	summary_args+=(--must-run "$section")
+done
+
+# ftracetest runs each test once, and once more in an instance when its
+# flags say so (the same match as ftracetest's): the cases a section
+# reports, so that a test missing from the initramfs fails the check.
+ftrace_cases() { # test path...
+	local files
+	files=$(cd "$TREE/tools/testing/selftests/ftrace" && find "$@" -name '*.tc')
+	echo $(($(echo "$files" | wc -l) +
+		$(cd "$TREE/tools/testing/selftests/ftrace" &&
+		  grep -l '^#[ 	]*flags:.*instance' $files | wc -l)))
+}
+summary_args+=(--cases "stackmap=$(ftrace_cases test.d/stackmap)")
+for section in baseline baseline-stackmap; do
+	summary_args+=(--cases "$section=$(ftrace_cases $BASELINE)")
 done
 
 # A kernel with the tracers' startup tests (configs/debug.config) boots a

@@ -8,6 +8,9 @@ case is listed with its verdict; the last line is 'N passed, N failed, N
 skipped'.  Each of these also counts as a failed case:
 
   - a section that was expected but not reported, or reported no case;
+    an ftracetest section whose cases are not the number --cases gives
+    (a test missing from the guest), and a boot whose KUnit section
+    lacks a --kunit-suite;
   - a section not ended, without its plan line '1..N', with a number of
     results other than its plan, or whose totals (ftracetest's '# Totals:',
     a KUnit suite's '# NAME: pass:...') disagree with the results read:
@@ -190,6 +193,9 @@ def main():
                     help="an ftracetest section that must have reported")
     ap.add_argument("--must-run", action="append", default=[],
                     help="a section whose skipped cases count as failures")
+    ap.add_argument("--cases", action="append", default=[],
+                    metavar="SECTION=N",
+                    help="an ftracetest section that must report N cases")
     ap.add_argument("--exit-status", action="append", default=[],
                     metavar="LOG=STATUS",
                     help="the qemu-run exit status of the boot that wrote LOG")
@@ -198,6 +204,10 @@ def main():
     ap.add_argument("--tap", action="append", default=[], metavar="GROUP=FILE",
                     help="TAP output of a host-side check to count as GROUP")
     args = ap.parse_args()
+    expected = {}
+    for arg in args.cases:
+        section, _, n = arg.rpartition("=")
+        expected[section] = int(n)
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     seen = set()
@@ -258,6 +268,9 @@ def main():
                     case(group, c, m)
                 if cases:
                     seen.add(group)
+                if group in expected and len(cases) != expected[group]:
+                    problems.append(f"{len(cases)} cases in {boot}, "
+                                    f"{expected[group]} tests to run")
             else:
                 group, problems = name, [f"unknown section in {boot}"]
             if not ended:
