@@ -48,7 +48,7 @@ bits_are_clamped_to_18() {
 }
 first_stack_is_cookie() {
 	# The first stack is the oldest one only if none was overwritten.
-	if grep -v ' 0$' per_cpu/cpu*/stats | grep 'overrun:'; then
+	if buffer_overran; then
 		return 1
 	fi
 	first=`grep -m1 '<stack' trace`

@@ -44,11 +44,12 @@ done
 # flags say so (the same match as ftracetest's): the cases a section
 # reports, so that a test missing from the initramfs fails the check.
 ftrace_cases() { # test path...
-	local files
-	files=$(cd "$TREE/tools/testing/selftests/ftrace" && find "$@" -name '*.tc')
-	echo $(($(echo "$files" | wc -l) +
-		$(cd "$TREE/tools/testing/selftests/ftrace" &&
-		  grep -l '^#[ 	]*flags:.*instance' $files | wc -l)))
+	(
+		cd "$TREE/tools/testing/selftests/ftrace" &&
+		files=$(find "$@" -name '*.tc') &&
+		echo $(($(echo "$files" | wc -l) +
+			$(grep -l '^#[ 	]*flags:.*instance' $files | wc -l)))
+	)
 }
 summary_args+=(--cases "stackmap=$(ftrace_cases test.d/stackmap)")
 for section in baseline baseline-stackmap; do
