@@ -24,7 +24,9 @@
 //! the bucket changed, it walks the records linked meanwhile: if one of them
 //! is its stack, that record wins and the space reserved stays unused for
 //! the rest of the generation; otherwise it links in front of them. So
-//! within a generation a stack is linked at most once. A linked record is
+//! within a generation a stack is linked at most once. The space also
+//! stays unused when the insert then falls back (its stack linked but not
+//! yet published, or the chain grown too long meanwhile). A linked record is
 //! then marked published in its header. Whoever finds its stack linked but
 //! not yet published reports [`Fallback::Busy`] instead of spinning: from
 //! NMI, the insert in flight may be the one it interrupted.
@@ -310,7 +312,8 @@ impl<H: StackHash> Table<H> {
         (self.used.0.load(Relaxed) >> 32) as usize
     }
 
-    /// Returns the arena bytes used by the records of this generation.
+    /// Returns the arena bytes reserved in this generation: the records,
+    /// and the space of inserts that lost a race.
     pub(crate) fn arena_bytes_used(&self) -> usize {
         (self.used.0.load(Relaxed) as u32 as usize).saturating_sub(HEADER_WORDS) * size_of::<Word>()
     }

@@ -12,7 +12,7 @@
 //! `stack_map_bin` the same records in binary for tools, and
 //! `stack_map_stat` the map's size and counters as `name: value` lines,
 //! totals first, then one line per possible CPU. `memory_bytes` is the
-//! whole footprint, `stack_bytes` what the stored stacks use of the arena.
+//! whole footprint, `stack_bytes` the arena reserved in this generation.
 //! The C side owns the files and their locking; this module only formats.
 
 use crate::{
