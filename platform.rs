@@ -3,11 +3,11 @@
 //! What the stack table needs from the platform it runs on.
 //!
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
-//! sections and its storage through this module, which takes them from the
-//! kernel crate: the LKMM atomics, RCU and vmalloc. [`refs`](crate::refs)
-//! and [`stats`](crate::stats) take their atomics from here too (and `refs`
-//! its storage), but use `kernel::cpu`, and `stats` also `kernel::percpu`,
-//! directly.
+//! sections, its storage and its spin-wait through this module, which takes
+//! them from the kernel crate: the LKMM atomics, RCU, vmalloc and
+//! cpu_relax(). [`refs`](crate::refs) and [`stats`](crate::stats) take
+//! their atomics from here too (and `refs` its storage), but use
+//! `kernel::cpu`, and `stats` also `kernel::percpu`, directly.
 //!
 //! No other build changes this file: the host build (`host/`) compiles it,
 //! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
@@ -17,6 +17,7 @@
 use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{prelude::*, types::NotThreadSafe};
 
+pub(crate) use kernel::processor::cpu_relax;
 pub(crate) use kernel::sync::atomic::{
     Acquire, //
     Atomic,

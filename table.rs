@@ -34,7 +34,7 @@
 //! Readers find a record from its slot, named by a cookie, or walk the
 //! records in slot order by their depths ([`Table::next_published`]); a
 //! header that is still 0 is a record being written, whose length is not
-//! known yet, so a walk stops there.
+//! known yet, so a walk waits there for its writer.
 //!
 //! Frames are plain memory: written once by the inserter before it links
 //! them, then only read. Every reader runs in an RCU read-side critical
@@ -45,7 +45,9 @@
 use crate::{
     cookie::{next_generation, Cookie},
     hash::StackHash,
-    platform::{storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word},
+    platform::{
+        cpu_relax, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
+    },
     refs::{Refs, SharedCounts, FIRST_COUNT},
 };
 use kernel::prelude::*;
@@ -308,8 +310,13 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Returns the number of stacks stored in this generation.
+    ///
+    /// A walk ([`Table::next_published`]) that starts after the call finds
+    /// at least that many records.
     pub(crate) fn entries(&self) -> usize {
-        (self.used.0.load(Relaxed) >> 32) as usize
+        // ORDERING: Acquire pairs with the Release count of `publish()`, so
+        // that the records counted are seen published.
+        (self.used.0.load(Acquire) >> 32) as usize
     }
 
     /// Returns the arena bytes reserved in this generation: the records,
@@ -516,7 +523,9 @@ impl<H: StackHash> Table<H> {
         // the readers that load the header with Acquire (lookups also see
         // them through the bucket).
         header.store(header.load(Relaxed) | PUBLISHED, Release);
-        self.used.0.add(1 << 32, Relaxed);
+        // ORDERING: Release orders the published bit before the count, for
+        // `entries()`: a dump promises as many records as it counted.
+        self.used.0.fetch_add(1 << 32, Release);
     }
 
     /// Reserves one record of `depth` frames; returns its slot and its frame
@@ -609,6 +618,25 @@ impl<H: StackHash> Table<H> {
         }
     }
 
+    /// Reserves a record of `depth` frames and leaves it as an insert
+    /// stopped right after its reservation does, by preemption in a test
+    /// or an interrupt in a recorder: its words handed out, its header
+    /// still 0. Returns its slot.
+    #[cfg(test)]
+    pub(crate) fn reserve_unwritten(&self, depth: usize) -> Option<usize> {
+        self.reserve(depth).map(|(slot, _)| slot)
+    }
+
+    /// Stores the header of the record of `depth` frames that
+    /// [`Table::reserve_unwritten`] left in `slot`, as an insert that then
+    /// loses the race to link it does: the record is never published.
+    #[cfg(test)]
+    pub(crate) fn abandon_unwritten(&self, slot: usize, depth: usize) {
+        if let Some(header) = self.headers().get(slot) {
+            header.store(FIRST_COUNT | link(0, depth), Release);
+        }
+    }
+
     /// Returns the header of the record in `slot` if it is published.
     #[inline]
     fn published(&self, slot: usize) -> Option<u64> {
@@ -661,8 +689,11 @@ impl<H: StackHash> Table<H> {
     ///
     /// Positions are where records start: 0 for the first one, or a
     /// position this returned. The walk goes from record to record by their
-    /// depths, so it stops at the first record still being written, whose
-    /// depth is not known yet: the records after it are found once it is.
+    /// depths, so it waits at a record still being written, whose depth is
+    /// not known yet, until its header is stored: every record published
+    /// before the call is found. The wait is short: the writer runs with
+    /// preemption disabled, or in an interrupt or NMI, and stores the header
+    /// once it has copied at most [`MAX_DEPTH`] frames.
     pub(crate) fn next_published(
         &self,
         pos: usize,
@@ -673,15 +704,19 @@ impl<H: StackHash> Table<H> {
             return None;
         }
         let used = self.used.0.load(Relaxed) as u32 as usize;
+        let headers = self.headers();
         let mut slot = pos.max(HEADER_WORDS);
         while slot < used {
+            let word = headers.get(slot)?;
             // ORDERING: Acquire, as in `published()`. A header is stored
             // whole, so any non-zero value holds the record's final depth;
             // the words of the generation are 0 until then (`clear()`, made
-            // visible by the gate's Acquire).
-            let header = self.headers().get(slot)?.load(Acquire);
-            if header == 0 {
-                return None;
+            // visible by the gate's Acquire). No reset can run meanwhile:
+            // it waits for this RCU reader.
+            let mut header = word.load(Acquire);
+            while header == 0 {
+                cpu_relax();
+                header = word.load(Acquire);
             }
             let end = slot + HEADER_WORDS + depth(header);
             if header & PUBLISHED != 0 {

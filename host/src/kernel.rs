@@ -131,6 +131,16 @@ pub mod cpu {
     }
 }
 
+/// `kernel::processor`.
+pub mod processor {
+    /// Tells the CPU this is a spin-wait loop; under Miri, lets another
+    /// thread run.
+    #[inline]
+    pub fn cpu_relax() {
+        std::hint::spin_loop();
+    }
+}
+
 /// `kernel::percpu`: a thread adds to its own CPU's counters.
 pub mod percpu {
     use super::{

@@ -22,6 +22,7 @@ use std::{
         Barrier,
     },
     thread,
+    time::Duration,
 };
 
 /// Recording threads; more than the CPUs, so that preemption also
@@ -48,11 +49,13 @@ impl StackHash for CollidingHash {
 }
 
 /// Walks the published records in slot order, as the dumps do, and checks
-/// that each holds one of the `stacks` stacks raced for, whole; returns
-/// their ids.
+/// that each holds one of the `stacks` stacks raced for, whole, and that
+/// the walk finds every record published before it began, even with
+/// inserts in flight; returns their ids.
 fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
     let rcu = rcu_read_lock();
     let generation = table.generation();
+    let published = table.entries();
     let mut ids = Vec::new();
     let mut pos = 0;
     while let Some((slot, end)) = table.next_published(pos, generation, ReadSection::new(&rcu)) {
@@ -67,6 +70,11 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
         ids.push(id);
         pos = end;
     }
+    assert!(
+        ids.len() >= published,
+        "the walk found {} records of {published}",
+        ids.len()
+    );
     ids
 }
 
@@ -176,4 +184,27 @@ fn parallel_inserts_on_one_chain() {
         let table = Table::new(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("table");
         race(&table, CHAIN, 2 * ROUNDS);
     }
+}
+
+#[test]
+fn walk_waits_for_a_record_being_written() {
+    let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(0)).expect("table");
+    let insert = |id: usize| {
+        let rcu = rcu_read_lock();
+        table
+            .lookup_or_insert(&stack(id, 1 + id % 12), ReadSection::new(&rcu))
+            .expect("insert");
+    };
+    // A record published after one still being written: the walk must
+    // neither stop at the unwritten one nor guess its length.
+    insert(1);
+    let unwritten = table.reserve_unwritten(7).expect("room");
+    insert(2);
+    thread::scope(|s| {
+        let walker = s.spawn(|| walk(&table, 3));
+        thread::sleep(Duration::from_millis(50));
+        assert!(!walker.is_finished(), "the walk did not wait");
+        table.abandon_unwritten(unwritten, 7);
+        assert_eq!(walker.join().expect("walker thread"), [1, 2]);
+    });
 }
