@@ -16,6 +16,23 @@ PACKAGES="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFI
 	  python3-git"
 MIN_BINDGEN=0.71.1
 
+# The Rust toolchain comes from rustup, which this script does not install.
+if ! command -v rustup >/dev/null || ! command -v cargo >/dev/null; then
+	echo "deps: rustup and cargo are needed (https://rustup.rs);" \
+		"Debian 12's rustc is older than the kernel's minimum" >&2
+	exit 1
+fi
+
+# CONFIG_RUST_INLINE_HELPERS links the C helpers, built by clang, into the
+# Rust code as LLVM bitcode: both must be of one LLVM major version.
+rust_llvm=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+if [ "-$rust_llvm" != "$LLVM_SUFFIX" ]; then
+	echo "deps: rustc is built on LLVM $rust_llvm but clang$LLVM_SUFFIX was asked" \
+		"for: pick a rustc built on LLVM ${LLVM_SUFFIX#-} (rustup default)," \
+		"or set LLVM_SUFFIX=-$rust_llvm" >&2
+	exit 1
+fi
+
 missing=
 for p in $PACKAGES; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -52,13 +69,6 @@ EOS
 			--no-install-recommends -t bookworm-backports \
 			qemu-system-x86
 	fi
-fi
-
-# The Rust toolchain comes from rustup, which this script does not install.
-if ! command -v rustup >/dev/null || ! command -v cargo >/dev/null; then
-	echo "deps: rustup and cargo are needed (https://rustup.rs);" \
-		"Debian 12's rustc is older than the kernel's minimum" >&2
-	exit 1
 fi
 
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
