@@ -4,7 +4,7 @@
 #   @@BENCH <group> <workload> <mode> <key> <value>
 # for scripts/bench.py. Off and on are measured in the same run: the
 # history workloads trace into two instances at once, one with the
-# stackmap and one without, so both see exactly the same events.
+# stackmap and one without, so both see the same events.
 cd /sys/kernel/tracing || exit 1
 
 emit() { echo "@@BENCH $*"; }
@@ -41,6 +41,11 @@ instance_report() {
 	emit history $w $m full_stacks $full
 	emit history $w $m cookies $cookies
 	emit history $w $m frames $frames
+	if wrapped $d; then
+		emit history $w $m wrapped 1
+	else
+		emit history $w $m wrapped 0
+	fi
 	if [ $m = on ]; then
 		for k in entries hits inserts fallback_full fallback_busy \
 			 fallback_depth fallback_reset capacity memory_bytes stack_bytes; do
@@ -76,10 +81,11 @@ on_each_cpu() {
 	wait
 }
 
-# history WORKLOAD SETUP WORK: trace WORK, on every CPU, into a 1 MiB-per-CPU
-# buffer with and without the stackmap, at the same time.
+# history WORKLOAD SETUP WORK [BITS]: trace WORK, on every CPU, into a
+# 1 MiB-per-CPU buffer with and without the stackmap, at the same time;
+# the map holds 2^BITS stacks (the default without BITS).
 history() {
-	w=$1 setup=$2 work=$3
+	w=$1 setup=$2 work=$3 bits=$4
 	for m in off on; do
 		d=instances/bench-$m
 		mkdir $d
@@ -87,7 +93,12 @@ history() {
 		echo 1024 > $d/buffer_size_kb
 		(cd $d && $setup)
 	done
+	[ -z "$bits" ] || echo $bits > instances/bench-on/stack_map_bits
 	echo 1 > instances/bench-on/options/stackmap
+	# Stopped through descriptors opened while both instances trace: the
+	# buffer stopped last sees only the write that stops the other, not
+	# the open() and close() of a redirection too.
+	exec 3> instances/bench-on/tracing_on 4> instances/bench-off/tracing_on
 	echo 1 > instances/bench-off/tracing_on
 	echo 1 > instances/bench-on/tracing_on
 	# Until both buffers wrapped, so that each holds what it can hold.
@@ -96,9 +107,10 @@ history() {
 		on_each_cpu $work
 		rounds=$((rounds + 1))
 	done
+	echo 0 >&3
+	echo 0 >&4
+	exec 3>&- 4>&-
 	emit history $w on rounds $rounds
-	echo 0 > instances/bench-on/tracing_on
-	echo 0 > instances/bench-off/tracing_on
 	for m in off on; do
 		instance_report $w $m instances/bench-$m
 	done
@@ -140,6 +152,9 @@ tree_work() {
 history vfs vfs_setup files_work
 history sched sched_setup files_work
 history distinct hot_setup tree_work
+# The same, into the smallest map there is: it fills, and shows what the map
+# does under pressure and what a full map costs per stack it stores.
+history full hot_setup tree_work 10
 
 # Cost per recorded stack: a syscall loop traced with the function tracer
 # only, with a full stack per call, and through the stackmap (hits). Each
