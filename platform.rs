@@ -6,8 +6,8 @@
 //! sections, its storage and its spin-wait through this module, which takes
 //! them from the kernel crate: the LKMM atomics, RCU, vmalloc and
 //! cpu_relax(). [`refs`](crate::refs) and [`stats`](crate::stats) take
-//! their atomics from here too (and `refs` its storage), but use
-//! `kernel::cpu`, and `stats` also `kernel::percpu`, directly.
+//! their atomics from here too, and their per-CPU storage from
+//! `kernel::percpu` directly (`stats` also `kernel::cpu`).
 //!
 //! No other build changes this file: the host build (`host/`) compiles it,
 //! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
