@@ -32,7 +32,7 @@
 //! table's and never changes once counts are added. The header shares its
 //! cache line with the first frames, which lookups on every CPU read: one
 //! more reason for a hit to write it rarely. The count saturates at
-//! [`SATURATED`].
+//! [`SATURATED`]; once it has, the stack's hits write nothing.
 //!
 //! A count moves from an entry to the shared count, never back. A reader
 //! loads the shared count before the entries, so it never counts a hit
@@ -42,7 +42,7 @@
 //! lower than one read before it. Once the recorders stop, the counts it
 //! reads are exact.
 
-use crate::platform::{Acquire, Atomic, Release};
+use crate::platform::{Acquire, Atomic, Relaxed, Release};
 use kernel::{
     percpu::{possible_cpus, PerCpuCounters},
     prelude::*,
@@ -164,7 +164,15 @@ impl Refs {
             }
             // Changed by an interrupt or NMI since the load above.
         }
-        // Not this stack's entry: count on the shared count, and take the
+        // ORDERING: Relaxed: only compared, and a count that saturates
+        // stays saturated.
+        if shared.load(Relaxed) >> SHARED_SHIFT >= SATURATED {
+            // Nothing left to count: write nothing that other CPUs read,
+            // and leave the entry to the stack that holds it.
+            return;
+        }
+        // Not this stack's entry, or a full one: count on the shared count
+        // (a full entry then goes to it at the next take), and take the
         // entry if it is free, or on every `TAKE_EVERY`-th shared count, so
         // that a stack hit often takes its entry from a stack hit rarely,
         // while stacks that share an entry and are hit in turn do not trade

@@ -19,6 +19,7 @@ mod cases {
         StackMap,
     };
     use kernel::{
+        new_spinlock,
         percpu::possible_cpus,
         prelude::*,
         sync::{rcu, Arc},
@@ -243,6 +244,22 @@ mod cases {
         assert_eq!(refs.read(&counts, slot), SATURATED);
         assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
         assert!(counts.lows_intact());
+
+        // Once saturated, a stack takes no entry, not even a free one: it
+        // leaves it to the stacks that still count. Here `other` takes it
+        // at its first hit and counts its second there, not on its shared
+        // count. All on one CPU: a spinlock holds the test on it.
+        refs.clear();
+        counts.set_first(other);
+        let pin = KBox::pin_init(new_spinlock!(()), GFP_KERNEL).expect("alloc");
+        let on_one_cpu = pin.lock();
+        refs.hit(&counts, slot);
+        refs.hit(&counts, other);
+        refs.hit(&counts, other);
+        drop(on_one_cpu);
+        assert_eq!(counts.0[other].load(Relaxed) >> 32, 2);
+        assert_eq!(refs.read(&counts, other), 3);
+        assert_eq!(refs.read(&counts, slot), SATURATED);
     }
 
     #[test]
