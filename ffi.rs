@@ -325,25 +325,45 @@ pub unsafe extern "C" fn ftrace_stackmap_show_stat(
     tracefs::show_stat(map, m, bits);
 }
 
-/// Returns the generation of `map` and stores in `*entries` the number of
-/// stacks stored in it, both read once no reset runs: the records a dump
-/// opened now walks.
+/// Returns the generation of `map`, read once no reset runs: the one a
+/// dump opened now walks.
 ///
 /// Sleeps while a reset runs.
 ///
 /// # Safety
 ///
-/// `map` must be a live map, and `entries` valid for a write.
+/// `map` must be a live map.
 #[export]
-pub unsafe extern "C" fn ftrace_stackmap_dump_generation(
-    map: *mut CMap,
-    entries: *mut c_uint,
-) -> u32 {
+pub unsafe extern "C" fn ftrace_stackmap_dump_generation(map: *mut CMap) -> u32 {
     // SAFETY: `map` is live for the call per the safety requirements.
     let map = unsafe { borrow(map) };
-    let (generation, stored) =
-        map.between_resets(|| (map.table().generation(), map.table().entries()));
-    // SAFETY: `entries` is valid for a write per the safety requirements.
-    unsafe { entries.write(stored as c_uint) };
+    map.between_resets(|| map.table().generation())
+}
+
+/// Returns the generation of `map` and stores in `*nr_stacks` and `*end`
+/// the number of records a binary dump opened now shows and the position
+/// where they end: the records reserved so far, none of them in flight.
+///
+/// Sleeps for an RCU grace period, and while a reset runs.
+///
+/// # Safety
+///
+/// `map` must be a live map, and `nr_stacks` and `end` valid for a write.
+#[export]
+pub unsafe extern "C" fn ftrace_stackmap_dump_settled(
+    map: *mut CMap,
+    nr_stacks: *mut c_uint,
+    end: *mut c_ulong,
+) -> u32 {
+    // SAFETY: `map` is live for the call per the safety requirements.
+    let (generation, settled_end, stacks) = tracefs::settle_dump(unsafe { borrow(map) });
+    // SAFETY: `nr_stacks` and `end` are valid for a write per the safety
+    // requirements.
+    unsafe {
+        // CAST: At most one record per word of an arena of fewer than
+        // 2^32 words.
+        nr_stacks.write(stacks as c_uint);
+        end.write(settled_end as c_ulong);
+    }
     generation
 }

@@ -319,6 +319,14 @@ impl<H: StackHash> Table<H> {
         (self.used.0.load(Acquire) >> 32) as usize
     }
 
+    /// Returns where the records reserved so far in this generation end: a
+    /// position, as [`Table::next_published`] takes them.
+    pub(crate) fn reserved_end(&self) -> usize {
+        // ORDERING: Relaxed: a reservation publishes nothing; a caller
+        // waits for the inserts that made it before it reads the records.
+        self.used.0.load(Relaxed) as u32 as usize
+    }
+
     /// Returns the arena bytes reserved in this generation: the records,
     /// and the space of inserts that lost a race.
     pub(crate) fn arena_bytes_used(&self) -> usize {

@@ -16,6 +16,7 @@ mod cases {
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
         },
+        tracefs::settle_dump,
         StackMap,
     };
     use kernel::{
@@ -260,6 +261,27 @@ mod cases {
         assert_eq!(counts.0[other].load(Relaxed) >> 32, 2);
         assert_eq!(refs.read(&counts, other), 3);
         assert_eq!(refs.read(&counts, slot), SATURATED);
+    }
+
+    #[test]
+    fn binary_dump_counts_the_stacks_stored_when_it_opens() {
+        let map = map(BITS_MIN);
+        let cookies =
+            [0, 1, 2].map(|id| lookup(&map, &stack(id, 4 + id)).expect("insert").cookie());
+        // A record reserved and left unpublished, as by an insert that lost
+        // the race to link, is not one of them.
+        map.table().set_published(cookies[1].slot() as usize, false);
+        let (generation, end, stacks) = settle_dump(&map);
+        assert_eq!(generation, map.table().generation());
+        assert_eq!((end, stacks), (map.table().reserved_end(), 2));
+        // A stack stored since lies past the end: the dump does not show it.
+        let later = lookup(&map, &stack(3, 9)).expect("insert").cookie();
+        assert!(later.slot() as usize >= end);
+        let shown = published_slots(map.table())
+            .iter()
+            .filter(|&&slot| slot < end)
+            .count();
+        assert_eq!(shown, stacks);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! `stack_map_stat` the map's size and counters as `name: value` lines,
 //! totals first, then one line per possible CPU. `memory_bytes` is the
 //! whole footprint, `stack_bytes` the arena reserved in this generation.
-//! The C side owns the files and their locking; this module only formats.
+//! The C side owns the files and their locking; this module formats them,
+//! and picks the records `stack_map_bin` shows.
 
 use crate::{
     platform::{rcu_read_lock, ReadSection},
@@ -21,7 +22,7 @@ use crate::{
     table::{MAX_DEPTH, MAX_PROBE},
     StackMap,
 };
-use kernel::{percpu::possible_cpus, seq_file::SeqFile, seq_print};
+use kernel::{percpu::possible_cpus, seq_file::SeqFile, seq_print, sync::rcu};
 
 /// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
 const TRAMPOLINE_MARKER: usize = i32::MAX as usize;
@@ -83,6 +84,38 @@ pub(crate) fn show_slot(
         }
     }
     true
+}
+
+/// Returns what a `stack_map_bin` opened now shows: the generation, the
+/// position where its records end, and their number.
+///
+/// They are the records reserved so far in the generation, once the
+/// inserts that reserved them are over: an insert runs with preemption
+/// disabled, or in an interrupt or NMI, so an RCU grace period waits for
+/// it. None of those records is published later, until a reset, so the
+/// header's count is exactly the records that follow it. A stack inserted
+/// since lies further on and is not shown.
+///
+/// Sleeps: for the grace period, and while a reset runs.
+pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
+    map.between_resets(|| {
+        let table = map.table();
+        let end = table.reserved_end();
+        rcu::synchronize_rcu();
+        let guard = rcu_read_lock();
+        let generation = table.generation();
+        let (mut stacks, mut pos) = (0, 0);
+        while let Some((slot, next)) =
+            table.next_published(pos, generation, ReadSection::new(&guard))
+        {
+            if slot >= end {
+                break;
+            }
+            stacks += 1;
+            pos = next;
+        }
+        (generation, end, stacks)
+    })
 }
 
 /// Prints the `stack_map_stat` file: of `map`, or of the map an instance
