@@ -75,6 +75,8 @@ pub(crate) fn show_slot(
         }
         Format::Binary => {
             let refs = u32::try_from(refs).unwrap_or(u32::MAX);
+            // CAST: A slot is a word of an arena of fewer than 2^32 words,
+            // a depth at most `MAX_DEPTH`.
             for word in [slot as u32, depth as u32, refs, 0] {
                 m.write(&word.to_ne_bytes());
             }
