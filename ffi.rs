@@ -325,24 +325,9 @@ pub unsafe extern "C" fn ftrace_stackmap_show_stat(
     tracefs::show_stat(map, m, bits);
 }
 
-/// Returns the generation of `map`, read once no reset runs: the one a
-/// dump opened now walks.
-///
-/// Sleeps while a reset runs.
-///
-/// # Safety
-///
-/// `map` must be a live map.
-#[export]
-pub unsafe extern "C" fn ftrace_stackmap_dump_generation(map: *mut CMap) -> u32 {
-    // SAFETY: `map` is live for the call per the safety requirements.
-    let map = unsafe { borrow(map) };
-    map.between_resets(|| map.table().generation())
-}
-
 /// Returns the generation of `map` and stores in `*nr_stacks` and `*end`
-/// the number of records a binary dump opened now shows and the position
-/// where they end: the records reserved so far, none of them in flight.
+/// the number of records a dump opened now shows and the position where
+/// they end: the records reserved so far, none of them in flight.
 ///
 /// Sleeps for an RCU grace period, and while a reset runs.
 ///

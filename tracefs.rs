@@ -14,7 +14,7 @@
 //! totals first, then one line per possible CPU. `memory_bytes` is the
 //! whole footprint, `stack_bytes` the arena reserved in this generation.
 //! The C side owns the files and their locking; this module formats them,
-//! and picks the records `stack_map_bin` shows.
+//! and picks the records the dumps show.
 
 use crate::{
     platform::{rcu_read_lock, ReadSection},
@@ -88,15 +88,16 @@ pub(crate) fn show_slot(
     true
 }
 
-/// Returns what a `stack_map_bin` opened now shows: the generation, the
-/// position where its records end, and their number.
+/// Returns what a dump (`stack_map`, `stack_map_bin`) opened now shows: the
+/// generation, the position where its records end, and their number.
 ///
 /// They are the records reserved so far in the generation, once the
 /// inserts that reserved them are over: an insert runs with preemption
 /// disabled, or in an interrupt or NMI, so an RCU grace period waits for
 /// it. None of those records is published later, until a reset, so the
-/// header's count is exactly the records that follow it. A stack inserted
-/// since lies further on and is not shown.
+/// dump is a fixed set and `stack_map_bin`'s header count is exactly the
+/// records that follow it. A stack inserted since lies further on and is
+/// not shown.
 ///
 /// Sleeps: for the grace period, and while a reset runs.
 pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
