@@ -92,7 +92,7 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                     // Every cookie got, with its stack, to resolve again in
                     // later generations.
                     let mut got: Vec<(Cookie, usize)> = Vec::new();
-                    let (mut cookies, mut closed) = (0u64, 0u64);
+                    let (mut cookies, mut closed, mut resolved) = (0u64, 0u64, 0u64);
                     let mut i = r;
                     start.wait();
                     while !done.load(SeqCst) {
@@ -118,13 +118,14 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                             let _section = Section::enter(counter);
                             if let Some((frames, _)) = resolve(table, cookie) {
                                 assert_eq!(frames, stack(of), "{cookie:?}: another stack");
+                                resolved += 1;
                             }
                         }
                         if got.len() > 4 * STACKS {
                             got.drain(..2 * STACKS);
                         }
                     }
-                    (cookies, closed)
+                    (cookies, closed, resolved)
                 })
             })
             .collect();
@@ -141,13 +142,14 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
             table.finish_reset();
         }
         done.store(true, SeqCst);
-        let (cookies, closed) = recorders
+        let (cookies, closed, resolved) = recorders
             .into_iter()
             .map(|r| r.join().expect("recorder thread"))
-            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
-        // The race happened: cookies were issued, and recorders met the
-        // gate closed.
+            .fold((0, 0, 0), |(a, b, c), (d, e, f)| (a + d, b + e, c + f));
+        // The race happened: cookies were issued and resolved, and
+        // recorders met the gate closed.
         assert!(cookies > 0, "no cookie issued");
+        assert!(resolved > 0, "no cookie resolved");
         if !cfg!(miri) {
             assert!(closed > 0, "no recorder met a reset");
         }
