@@ -135,7 +135,14 @@ awk -v subject="$subject" -v blurb="$ROOT/patches/cover-letter" '
 for p in "$OUT"/0*.patch; do
 	[ "$p" = "$cover" ] && continue
 	report=$(cd "$TREE" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl \
-		--strict --show-types --ignore "$IGNORE" --no-summary "$p" 2>&1 || true)
+		--strict --show-types --ignore "$IGNORE" "$p" 2>&1 || true)
+	# It exits non-zero on house-style reports too: only its summary line
+	# tells that it checked the patch at all.
+	if ! echo "$report" | grep -q '^total: [0-9]* errors, [0-9]* warnings, .* lines checked$'; then
+		result not-ok "$(basename "$p"): checkpatch did not run"
+		echo "$report" | tail -5 | sed 's/^/# /'
+		continue
+	fi
 	# A report runs from its 'TYPE:' line to the next blank line and names
 	# its file in a 'FILE:' line.
 	complaints=$(echo "$report" | awk -v house="FILE: $HOUSE_STYLE:" '
