@@ -179,8 +179,8 @@ impl<const N: usize> PerCpuCounters<N> {
         // whole on a 64-bit architecture (one instruction on x86-64, an
         // atomic on arm64, one store in the generic versions), so marked
         // accesses from other CPUs see the old value or the new one, never
-        // half of each. On 32-bit the generic store is two halves: the only
-        // user, the ftrace stackmap, depends on `64BIT`.
+        // half of each. On 32-bit the generic store is two halves: this module
+        // is only built for `CONFIG_64BIT`.
         Some(unsafe { Atomic::<u64>::from_ptr(ptr.cast()) })
     }
 }
