@@ -308,16 +308,28 @@ pub mod sync {
             ///
             /// `p` must be valid and aligned, and only accessed atomically.
             unsafe fn load(p: *mut Self, o: Cxx) -> Self;
-            /// Stores `v` at `p`; see [`AtomicType::load`].
+            /// Stores `v` at `p`.
+            ///
+            /// # Safety
+            ///
+            /// As for [`AtomicType::load`].
             unsafe fn store(p: *mut Self, v: Self, o: Cxx);
-            /// Compares and exchanges at `p`; see [`AtomicType::load`].
+            /// Compares and exchanges at `p`.
+            ///
+            /// # Safety
+            ///
+            /// As for [`AtomicType::load`].
             unsafe fn cmpxchg(
                 p: *mut Self,
                 old: Self,
                 new: Self,
                 o: (Cxx, Cxx),
             ) -> Result<Self, Self>;
-            /// Adds `v` at `p`; see [`AtomicType::load`].
+            /// Adds `v` at `p`.
+            ///
+            /// # Safety
+            ///
+            /// As for [`AtomicType::load`].
             unsafe fn fetch_add(p: *mut Self, v: Self, o: Cxx) -> Self;
         }
 
