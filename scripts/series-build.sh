@@ -5,10 +5,11 @@
 # `make series` wrote, so that the series bisects.  Each commit is checked
 # out in a worktree of the kernel tree and built, with the configuration
 # of the test kernel, in an object directory of its own (the first build
-# is a full one; the next ones are incremental).
+# is a full one; the next ones are incremental).  The last commit is then
+# built once more with CONFIG_FTRACE_STACKMAP off, in a second object
+# directory: the glue must leave such a kernel as it was.
 #
-# Prints TAP, one case per commit.  Exits non-zero if a commit does not
-# build.
+# Prints TAP, one case per build.  Exits non-zero if a build fails.
 #
 # Usage: series-build.sh KERNEL_TREE CONFIG WORK_DIR
 set -uo pipefail
@@ -26,26 +27,43 @@ if [ ! -e "$WORK/tree/.git" ]; then
 	git -C "$TREE" worktree add -q --detach "$WORK/tree" pristine || exit 1
 fi
 
-echo "1..$(echo "$commits" | wc -l)"
+# build N DESCRIPTION OBJ [CONFIG OPTION...]: case N, the checked-out
+# commit built in OBJ with the test kernel's configuration, the options
+# given turned off, completed for what the commit has.
+build() {
+	local n=$1 what=$2 obj=$3 log=$WORK/build-$1.log start off=() o
+	shift 3
+	for o; do
+		off+=(--disable "$o")
+	done
+	start=$(date +%s)
+	mkdir -p "$obj"
+	if cp "$CONFIG" "$obj/.config" &&
+	   { [ ${#off[@]} -eq 0 ] ||
+	     "$WORK/tree/scripts/config" --file "$obj/.config" "${off[@]}"; } &&
+	   make -C "$WORK/tree" O="$obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
+		olddefconfig > "$log" 2>&1 &&
+	   make -C "$WORK/tree" O="$obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
+		-j"$(nproc)" "$(basename "$KERNEL_IMAGE")" >> "$log" 2>&1; then
+		echo "ok $n $what ($(($(date +%s) - start)) s)"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $what (see $log)"
+		tail -n 20 "$log" | sed 's/^/# /'
+	fi
+}
+
+echo "1..$(($(echo "$commits" | wc -l) + 1))"
 n=0 failed=0
 for c in $commits; do
 	n=$((n + 1))
-	subject=$(git -C "$TREE" log -1 --format=%s "$c")
-	log=$WORK/build-$n.log
-	start=$(date +%s)
-	# The test kernel's configuration, completed for what this commit
-	# has: the options of the stackmap appear with its Kconfig.
-	if git -C "$WORK/tree" checkout -q --detach "$c" &&
-	   cp "$CONFIG" "$WORK/obj/.config" &&
-	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
-		olddefconfig > "$log" 2>&1 &&
-	   make -C "$WORK/tree" O="$WORK/obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
-		-j"$(nproc)" "$(basename "$KERNEL_IMAGE")" >> "$log" 2>&1; then
-		echo "ok $n $subject ($(($(date +%s) - start)) s)"
+	if git -C "$WORK/tree" checkout -q --detach "$c"; then
+		build $n "$(git -C "$TREE" log -1 --format=%s "$c")" "$WORK/obj"
 	else
 		failed=$((failed + 1))
-		echo "not ok $n $subject (see $log)"
-		tail -n 20 "$log" | sed 's/^/# /'
+		echo "not ok $n cannot check out $c"
 	fi
 done
+build $((n + 1)) "the series with CONFIG_FTRACE_STACKMAP=n" "$WORK/obj-off" \
+	FTRACE_STACKMAP
 [ "$failed" -eq 0 ]
