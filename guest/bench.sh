@@ -18,6 +18,10 @@ instance_report() {
 		bytes=$((bytes + `awk '/^bytes:/ { print $2 }' $s`))
 		overrun=$((overrun + `awk '/^overrun:/ { print $2 }' $s`))
 	done
+	# Printing the trace resolves every frame to its symbol, which takes
+	# longer than anything else here: once, into a file for the counts.
+	t=/tmp/bench-trace
+	cat $d/trace > $t
 	# The span every CPU's buffer covers: from the newest of the per-CPU
 	# oldest events to the newest event.
 	span=`awk '
@@ -30,10 +34,11 @@ instance_report() {
 		start = 0
 		for (c in first) if (first[c] > start) start = first[c]
 		printf "%.6f\n", last - start
-	}' $d/trace`
-	frames=`grep -c '^ => ' $d/trace || true`
-	full=`grep -c '<stack trace>' $d/trace || true`
-	cookies=`grep -c '<stack_id ' $d/trace || true`
+	}' $t`
+	frames=`grep -c '^ => ' $t || true`
+	full=`grep -c '<stack trace>' $t || true`
+	cookies=`grep -c '<stack_id ' $t || true`
+	rm $t
 	emit history $w $m entries $entries
 	emit history $w $m bytes $bytes
 	emit history $w $m overrun $overrun
@@ -111,6 +116,16 @@ history() {
 	echo 0 >&4
 	exec 3>&- 4>&-
 	emit history $w on rounds $rounds
+	# The report reads the buffers with the tracer still set: switching
+	# it would clear them. Keep it from unwinding a stack at each traced
+	# call the reading makes (the hot workloads trace the spin locks) only
+	# to find the buffer off.
+	for m in off on; do
+		o=instances/bench-$m/options/func_stack_trace
+		if [ -f $o ]; then
+			echo 0 > $o
+		fi
+	done
 	for m in off on; do
 		instance_report $w $m instances/bench-$m
 	done
