@@ -35,7 +35,7 @@ fi
 
 missing=
 for p in $PACKAGES; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'ok installed' >/dev/null ||
 		missing="$missing $p"
 done
 
@@ -71,7 +71,7 @@ EOS
 	fi
 fi
 
-if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+if ! rustup component list --installed 2>/dev/null | grep '^rust-src' >/dev/null; then
 	rustup component add rust-src
 fi
 

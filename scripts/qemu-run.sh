@@ -56,11 +56,13 @@ if [ ! -s "$accel_file" ]; then
 		rm -f "$run_dir/root/run-interactive"
 		(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/probe.cpio"
 		cat "$INITRAMFS" "$run_dir/probe.cpio" > "$run_dir/probe"
+		# grep reads to the end: one that quit at the marker could kill
+		# tr with SIGPIPE, and pipefail would fail the probe.
 		if timeout -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm -smp 2 -m 1G \
 			-nic none -no-reboot -display none -serial stdio -monitor none \
 			-kernel "$KERNEL" -initrd "$run_dir/probe" \
 			-append "console=$GUEST_CONSOLE panic=-1 quiet" </dev/null 2>/dev/null |
-			tr -d '\r' | grep -q "^$MARKER 0"; then
+			tr -d '\r' | grep "^$MARKER 0" >/dev/null; then
 			accel=kvm
 		fi
 	fi

@@ -137,8 +137,10 @@ for p in "$OUT"/0*.patch; do
 	report=$(cd "$TREE" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl \
 		--strict --show-types --ignore "$IGNORE" "$p" 2>&1 || true)
 	# It exits non-zero on house-style reports too: only its summary line
-	# tells that it checked the patch at all.
-	if ! echo "$report" | grep -q '^total: [0-9]* errors, [0-9]* warnings, .* lines checked$'; then
+	# tells that it checked the patch at all. (A here-string, not a pipe:
+	# grep -q quits at the first match, and under pipefail the echo killed
+	# by SIGPIPE would fail the test.)
+	if ! grep -q '^total: [0-9]* errors, [0-9]* warnings, .* lines checked$' <<< "$report"; then
 		result not-ok "$(basename "$p"): checkpatch did not run"
 		echo "$report" | tail -5 | sed 's/^/# /'
 		continue
