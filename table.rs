@@ -220,8 +220,12 @@ impl Record<'_> {
 struct Reservations(Atomic<u64>);
 
 /// The headers of the arena's records, which hold the shared ref counts.
+///
+/// Holds the arena, not a slice of all its words: each access then views
+/// only the word it reaches, which is what lets Miri check the host build
+/// (`host/`) at a cost per access that does not grow with the arena.
 #[derive(Clone, Copy)]
-struct Headers<'a>(&'a [Word]);
+struct Headers<'a>(&'a Storage<Word>);
 
 impl Headers<'_> {
     /// Returns the header of the record in `slot`, or `None` if `slot` is
@@ -546,7 +550,8 @@ impl<H: StackHash> Table<H> {
         let mut used = self.used.0.load(Relaxed);
         loop {
             let slot = used as u32 as usize;
-            let words = self.arena.get(slot + HEADER_WORDS..)?.get(..depth)?;
+            let first = slot + HEADER_WORDS;
+            let words = self.arena.get(first..first + depth)?;
             // The record is within the arena: the sum cannot wrap.
             let next = used.wrapping_add((HEADER_WORDS + depth) as u64);
             // ORDERING: Relaxed: the reservation only hands out disjoint

@@ -87,8 +87,6 @@ cargo_tests() { # out command...
 }
 
 # What runs on the host needs no guest: it runs while the guests boot.
-# Miri takes one CPU for minutes, which the plain boot, alone after the
-# other ended, leaves idle.
 host_checks() {
 	CARGO_TARGET_DIR=$BUILD/cargo cargo_tests "$BUILD/cargo-test.out" \
 		cargo test --release

@@ -74,6 +74,68 @@ pub mod alloc {
         }
     }
 
+    impl<T> VVec<T> {
+        /// Returns the element or the elements that `index` names, if the
+        /// vector has them.
+        ///
+        /// Comes before the slice's `get()`, which the kernel's vector is
+        /// reached through: this one makes a reference to only what it
+        /// returns, where a `Deref` makes one to the whole vector, which
+        /// Miri then retags, word by word, on every access to the arena.
+        #[inline]
+        pub fn get<I: VVecIndex<T>>(&self, index: I) -> Option<&I::Output> {
+            index.get(self)
+        }
+
+        /// Returns the number of elements, as the slice's `len()` does,
+        /// without a reference to the elements.
+        #[inline]
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        /// Returns whether the vector is empty, as the slice's
+        /// `is_empty()` does, without a reference to the elements.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
+    }
+
+    /// An index or a range of indices into a [`VVec`].
+    pub trait VVecIndex<T> {
+        /// An element or a slice of them.
+        type Output: ?Sized;
+
+        /// Returns what `self` names in `v`, if `v` has it.
+        fn get(self, v: &VVec<T>) -> Option<&Self::Output>;
+    }
+
+    impl<T> VVecIndex<T> for usize {
+        type Output = T;
+
+        #[inline]
+        fn get(self, v: &VVec<T>) -> Option<&T> {
+            // SAFETY: `self` is within the vector's initialized elements,
+            // which live as long as the borrow of `v`; `Vec::as_ptr()`
+            // makes no reference to the other elements.
+            (self < v.0.len()).then(|| unsafe { &*v.0.as_ptr().add(self) })
+        }
+    }
+
+    impl<T> VVecIndex<T> for core::ops::Range<usize> {
+        type Output = [T];
+
+        #[inline]
+        fn get(self, v: &VVec<T>) -> Option<&[T]> {
+            // SAFETY: As for a `usize`: the range lies within the vector's
+            // initialized elements.
+            (self.start <= self.end && self.end <= v.0.len()).then(|| unsafe {
+                core::slice::from_raw_parts(v.0.as_ptr().add(self.start), self.end - self.start)
+            })
+        }
+    }
+
     impl<T> core::ops::Deref for VVec<T> {
         type Target = [T];
 
@@ -216,7 +278,11 @@ pub mod percpu {
 
         /// Sets counter `index` of `cpu` to `value`.
         pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
-            if let Some(counter) = self.0[cpu.as_u32() as usize].0.get(index) {
+            if let Some(counter) = self
+                .0
+                .get(cpu.as_u32() as usize)
+                .and_then(|counters| counters.0.get(index))
+            {
                 counter.store(value, Relaxed);
             }
         }
@@ -224,14 +290,14 @@ pub mod percpu {
         /// Returns counter `index` of the calling thread's CPU.
         #[inline]
         fn this_cpu(&self, index: usize) -> Option<&AtomicU64> {
-            self.0[CpuId::current().as_u32() as usize].0.get(index)
+            self.0.get(CpuId::current().as_u32() as usize)?.0.get(index)
         }
 
         /// Returns counter `index` of `cpu`.
         pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
-            self.0[cpu.as_u32() as usize]
-                .0
-                .get(index)
+            self.0
+                .get(cpu.as_u32() as usize)
+                .and_then(|counters| counters.0.get(index))
                 .map_or(0, |counter| counter.load(Relaxed))
         }
     }
