@@ -7,6 +7,7 @@
 #
 #   kunit              the KUnit results the kernel printed at boot
 #   stackmap           ftracetest on our tests ($STACKMAP_TESTS)
+#   stackmap-late      ftracetest on those run last ($STACKMAP_LATE_TESTS)
 #   baseline[-NAME]    ftracetest on the upstream baseline ($BASELINE_TESTS)
 #   boot               checks of a boot with the stackmap on the command line
 #   boot-end           checks of that boot after the baseline ran on it
@@ -27,6 +28,14 @@ failed_logs() { # log-dir
 	done
 }
 
+# ftracetest_section NAME TEST...: ftracetest on the tests, as section NAME.
+ftracetest_section() {
+	echo "@@SECTION ftracetest $1@@"
+	logs=/tmp/logs-$1
+	shift
+	$FTRACETEST -l $logs "$@" || status=1
+}
+
 for section in "$@"; do
 	case $section in
 	kunit)
@@ -39,14 +48,13 @@ for section in "$@"; do
 		fi
 		;;
 	stackmap)
-		echo "@@SECTION ftracetest stackmap@@"
-		$FTRACETEST -l /tmp/logs-stackmap $STACKMAP_TESTS || status=1
-		logs=/tmp/logs-stackmap
+		ftracetest_section $section $STACKMAP_TESTS
+		;;
+	stackmap-late)
+		ftracetest_section $section $STACKMAP_LATE_TESTS
 		;;
 	baseline*)
-		echo "@@SECTION ftracetest $section@@"
-		$FTRACETEST -l /tmp/logs-$section $BASELINE_TESTS || status=1
-		logs=/tmp/logs-$section
+		ftracetest_section $section $BASELINE_TESTS
 		;;
 	boot)
 		echo "@@SECTION ftracetest boot@@"

@@ -8,10 +8,11 @@
 # ftracetest on our tests and on the upstream baseline. The second boots
 # with the stackmap enabled on the kernel command line, checks what it
 # recorded from the first events on, runs the baseline again with the
-# option on, and checks that the option stayed on through it and that the
-# map still records. A kernel built with the tracers' startup tests boots
-# a third time, below. Meanwhile the host-side cargo tests run natively and
-# under Miri, and the series made for upstream goes through checkpatch.
+# option on, checks that the option stayed on through it and that the
+# map still records, and runs the two longest of our tests. A kernel built
+# with the tracers' startup tests boots a third time, below. Meanwhile
+# the host-side cargo tests run natively and under Miri, and the series
+# made for upstream goes through checkpatch.
 # The last line is 'N passed, N failed, N skipped'; scripts/summarize.py
 # also counts as a failed case a section short of its plan or of the
 # tests it must run, a skipped case, a boot that failed or never
@@ -26,17 +27,22 @@ BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
 	       trace_event=sched:sched_switch
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
+# Our tests run on the first boot but for the two longest, which run on
+# the second after its checks (section stackmap-late), so that the boots
+# end about together. Each test puts back the options it changes, and runs
+# the same with the option set from boot.
+STACKMAP_LATE="test.d/stackmap/stackmap-full.tc test.d/stackmap/stackmap-reset.tc"
 
 # Every section must report every case of its plan, none skipped: this
 # repo always installs the stackmap tests and the KUnit suite.
 first=(kunit stackmap baseline)
-second=(kunit boot baseline-stackmap boot-end)
+second=(kunit boot baseline-stackmap boot-end stackmap-late)
 summary_args=(--kunit-suite ftrace_stackmap)
-for section in stackmap baseline boot baseline-stackmap boot-end; do
+for section in stackmap baseline boot baseline-stackmap boot-end stackmap-late; do
 	summary_args+=(--section "$section")
 done
-for section in kunit stackmap baseline boot baseline-stackmap boot-end host miri \
-	       panic-free series; do
+for section in kunit stackmap baseline boot baseline-stackmap boot-end stackmap-late \
+	       host miri panic-free series; do
 	summary_args+=(--must-run "$section")
 done
 
@@ -51,7 +57,10 @@ ftrace_cases() { # test path...
 			$(grep -l '^#[ 	]*flags:.*instance' $files | wc -l)))
 	)
 }
-summary_args+=(--cases "stackmap=$(ftrace_cases test.d/stackmap)")
+STACKMAP_TESTS=$(cd "$TREE/tools/testing/selftests/ftrace" &&
+		 ls test.d/stackmap/*.tc | grep -vxF "$(printf '%s\n' $STACKMAP_LATE)")
+summary_args+=(--cases "stackmap=$(ftrace_cases $STACKMAP_TESTS)")
+summary_args+=(--cases "stackmap-late=$(ftrace_cases $STACKMAP_LATE)")
 for section in baseline baseline-stackmap; do
 	summary_args+=(--cases "$section=$(ftrace_cases $BASELINE)")
 done
@@ -107,7 +116,8 @@ host_checks() {
 summary_args+=(--cargo "host=$BUILD/cargo-test.out" --cargo "miri=$BUILD/miri-test.out"
 	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out")
 
-guest_env="STACKMAP_TESTS=test.d/stackmap BASELINE_TESTS='$(echo $BASELINE)'"
+guest_env="STACKMAP_TESTS='$(echo $STACKMAP_TESTS)' STACKMAP_LATE_TESTS='$STACKMAP_LATE' \
+	   BASELINE_TESTS='$(echo $BASELINE)'"
 # The boots run side by side: much of their time is guest sleeps.
 boot() { # name append section...
 	local name=$1 append=$2
