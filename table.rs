@@ -550,8 +550,7 @@ impl<H: StackHash> Table<H> {
         let mut used = self.used.0.load(Relaxed);
         loop {
             let slot = used as u32 as usize;
-            let first = slot + HEADER_WORDS;
-            let words = self.arena.get(first..first + depth)?;
+            let words = self.frame_words(slot, depth)?;
             // The record is within the arena: the sum cannot wrap.
             let next = used.wrapping_add((HEADER_WORDS + depth) as u64);
             // ORDERING: Relaxed: the reservation only hands out disjoint
@@ -577,11 +576,18 @@ impl<H: StackHash> Table<H> {
     /// critical section that outlives the returned references.
     #[inline]
     unsafe fn frames(&self, slot: usize, depth: usize) -> Option<&[u64]> {
-        let first = slot + HEADER_WORDS;
-        let words = self.arena.get(first..first + depth)?;
+        let words = self.frame_words(slot, depth)?;
         // SAFETY: The frames were written before the link, and no reset can
         // let an inserter reuse them before the critical section ends.
         Some(unsafe { Word::values(words) })
+    }
+
+    /// Returns the words of the `depth` frames of a record in `slot`, which
+    /// follow its header, or `None` if they do not lie within the arena.
+    #[inline]
+    fn frame_words(&self, slot: usize, depth: usize) -> Option<&[Word]> {
+        let first = slot + HEADER_WORDS;
+        self.arena.get(first..first + depth)
     }
 
     /// Clears or sets again the published bit of the record in `slot`,
