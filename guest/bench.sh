@@ -22,22 +22,25 @@ instance_report() {
 	# longer than anything else here: once, into a file for the counts.
 	t=/tmp/bench-trace
 	cat $d/trace > $t
-	# The span every CPU's buffer covers: from the newest of the per-CPU
-	# oldest events to the newest event.
-	span=`awk '
+	# The span every CPU's buffer covers, from the newest of the per-CPU
+	# oldest events to the newest event, and the frames, full stacks and
+	# cookies the trace holds: one pass of awk, several times faster than
+	# busybox's grep over the megabytes of a trace.
+	set -- `awk '
 	match($0, /\[([0-9]+)\][^:]* ([0-9]+\.[0-9]+):/, f) {
 		cpu = f[1] + 0; ts = f[2] + 0
 		if (!(cpu in first)) first[cpu] = ts
 		if (ts > last) last = ts
 	}
+	/^ => / { frames++ }
+	/<stack trace>/ { full++ }
+	/<stack_id / { cookies++ }
 	END {
 		start = 0
 		for (c in first) if (first[c] > start) start = first[c]
-		printf "%.6f\n", last - start
+		printf "%.6f %d %d %d\n", last - start, frames, full, cookies
 	}' $t`
-	frames=`grep -c '^ => ' $t || true`
-	full=`grep -c '<stack trace>' $t || true`
-	cookies=`grep -c '<stack_id ' $t || true`
+	span=$1 frames=$2 full=$3 cookies=$4
 	rm $t
 	emit history $w $m entries $entries
 	emit history $w $m bytes $bytes
