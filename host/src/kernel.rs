@@ -278,27 +278,27 @@ pub mod percpu {
 
         /// Sets counter `index` of `cpu` to `value`.
         pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
-            if let Some(counter) = self
-                .0
-                .get(cpu.as_u32() as usize)
-                .and_then(|counters| counters.0.get(index))
-            {
+            if let Some(counter) = self.counter(cpu, index) {
                 counter.store(value, Relaxed);
             }
+        }
+
+        /// Returns counter `index` of `cpu`.
+        pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+            self.counter(cpu, index)
+                .map_or(0, |counter| counter.load(Relaxed))
         }
 
         /// Returns counter `index` of the calling thread's CPU.
         #[inline]
         fn this_cpu(&self, index: usize) -> Option<&AtomicU64> {
-            self.0.get(CpuId::current().as_u32() as usize)?.0.get(index)
+            self.counter(CpuId::current(), index)
         }
 
-        /// Returns counter `index` of `cpu`.
-        pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
-            self.0
-                .get(cpu.as_u32() as usize)
-                .and_then(|counters| counters.0.get(index))
-                .map_or(0, |counter| counter.load(Relaxed))
+        /// Returns counter `index` of `cpu`, if both exist.
+        #[inline]
+        fn counter(&self, cpu: CpuId, index: usize) -> Option<&AtomicU64> {
+            self.0.get(cpu.as_u32() as usize)?.0.get(index)
         }
     }
 }
