@@ -393,9 +393,20 @@ mod cases {
         assert_eq!(map.stats().totals().full, 1);
     }
 
+    /// Bytes of a cache line on x86_64 (`L1_CACHE_BYTES`).
+    const CACHE_LINE: usize = 64;
+
+    /// Returns the number of cache lines the record spans, header included.
+    fn record_lines(record: &Record<'_>) -> usize {
+        let frames = record.as_ptr() as usize;
+        let start = frames - size_of::<u64>();
+        let end = frames + record.depth() * size_of::<u64>();
+        (end - 1) / CACHE_LINE - start / CACHE_LINE + 1
+    }
+
     /// Fills a map with as many stacks as it has buckets and measures how
-    /// far along its chain each one sits: the records a hit walks past
-    /// (read by `make bench`).
+    /// far along its chain each one sits: the records a hit walks past, and
+    /// the cache lines of the table a hit reads (read by `make bench`).
     #[test]
     fn chain_lengths_at_capacity() {
         let hash = SeededHash::new(SEED);
@@ -403,20 +414,38 @@ mod cases {
         let table = map.table();
         let buckets = table.slot_count();
         let mut chains = KVec::from_elem(0usize, buckets, GFP_KERNEL).expect("alloc");
+        // A chain of `n` records has the stacks inserted last first: the
+        // hits on its stacks walk past 0 to `n - 1` others. A hit reads its
+        // bucket's line and the lines of every record from the head of the
+        // chain to its own, frames included: all are 8 deep here, so each
+        // one walked past is compared in full.
+        let mut lines = 0;
         for id in 0..buckets {
             let s = stack(id, 8);
-            assert!(matches!(lookup(&map, &s), Ok(Found::Inserted(_))));
-            chains[bucket(hash.hash(&s), table.bits())] += 1;
+            let Ok(Found::Inserted(cookie)) = lookup(&map, &s) else {
+                panic!("stack {id} was not inserted");
+            };
+            let chain = &mut chains[bucket(hash.hash(&s), table.bits())];
+            // Read by the hits on this stack and on the `*chain` stacks
+            // inserted before it, behind it in the chain.
+            let record = with_record(&map, cookie, record_lines).expect("resolves");
+            lines += 1 + (*chain + 1) * record;
+            *chain += 1;
         }
-        // A chain of `n` records has the stacks inserted last first: the
-        // hits on its stacks walk past 0 to `n - 1` others.
         let sum: usize = chains.iter().map(|&n| n * n.saturating_sub(1) / 2).sum();
         let max = chains.iter().max().map_or(0, |&n| n.saturating_sub(1));
         let mean_x100 = 100 * sum / buckets;
-        pr_info!("stackmap_bench: at capacity probe_mean_x100 {mean_x100} probe_max {max}\n");
+        let lines_x100 = 100 * lines / buckets;
+        pr_info!(
+            "stackmap_bench: at capacity probe_mean_x100 {mean_x100} probe_max {max} \
+             lines_x100 {lines_x100}\n"
+        );
         // As many stacks as buckets: half a record walked past on average.
         assert!(mean_x100 < 100);
         assert!(max < MAX_PROBE);
+        // Header and frames, 72 bytes on 8-byte words: 2 lines wherever a
+        // record starts.
+        assert_eq!(lines, buckets + 2 * (buckets + sum));
     }
 
     #[test]

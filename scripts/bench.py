@@ -287,9 +287,14 @@ def main():
     probes = data["kernel"].get("capacity", {}).get("map")
     if probes:
         mean = probes["probe_mean_x100"] / 100
-        result["map_cost"]["probes_at_capacity"] = {"mean": mean, "max": probes["probe_max"]}
+        lines = probes["lines_x100"] / 100
+        result["map_cost"]["probes_at_capacity"] = {"mean": mean, "max": probes["probe_max"],
+                                                    "lines": lines}
         print(f"  chains at capacity (as many stacks as buckets): a hit walks past {mean:.2f} "
-              f"records on average, {probes['probe_max']:.0f} at most (limit 32)")
+              f"records on average,")
+        print(f"    {probes['probe_max']:.0f} at most (limit 32); at depth 8 it reads {lines:.2f} "
+              "cache lines of the table: its bucket's,")
+        print("    and 2 of each record it compares")
 
     if host:
         print()
