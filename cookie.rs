@@ -9,13 +9,14 @@
 //! the generation after the old map's, since the ring buffer may still hold
 //! the old map's cookies.
 //!
-//! The generation is 32 bits and skips 0, so it comes back to the same
-//! value after `2^32 - 1` resets or map replacements: a cookie that old,
-//! still in the ring buffer, may then resolve to another stack, or to
-//! words inside one, which the reader shows as frames (no more than a
-//! stack's worth of the words in use). Each reset waits for an RCU grace
-//! period, normally milliseconds, so that takes weeks of back-to-back
-//! resets, less where grace periods are expedited.
+//! The generation is 32 bits and never wraps: a cookie from `2^32` resets
+//! ago, still in the ring buffer, would otherwise name another stack, or a
+//! word inside one, in a generation of the same number. A map at the last
+//! generation can no longer be reset or replaced, and says so with
+//! `EOVERFLOW`. Each reset waits for an RCU grace period, normally
+//! milliseconds, so that takes weeks of back-to-back resets.
+
+use kernel::prelude::*;
 
 /// A stack's name in the ring buffer: the map generation and the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,13 +25,10 @@ pub(crate) struct Cookie(u64);
 /// The generation of a trace instance's first map.
 pub(crate) const FIRST_GENERATION: u32 = 1;
 
-/// Returns the generation after `generation`: one higher, and back to
-/// [`FIRST_GENERATION`] rather than to 0 when the count wraps.
-pub(crate) fn next_generation(generation: u32) -> u32 {
-    match generation.wrapping_add(1) {
-        0 => FIRST_GENERATION,
-        next => next,
-    }
+/// Returns the generation after `generation`, or `EOVERFLOW` if it is the
+/// last one.
+pub(crate) fn next_generation(generation: u32) -> Result<u32> {
+    generation.checked_add(1).ok_or(EOVERFLOW)
 }
 
 impl Cookie {

@@ -46,8 +46,9 @@ unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
     unsafe { &*map.cast::<StackMap>() }
 }
 
-/// Allocates a map for `2^bits` stacks; returns NULL if `bits` is out of
-/// range or memory is short.
+/// Allocates a map for `2^bits` stacks; returns an `ERR_PTR()` of `EINVAL`
+/// if `bits` is out of range, of `ENOMEM` if memory is short, or of
+/// `EOVERFLOW` if `prev` is at the last generation.
 ///
 /// `prev` is NULL for an instance's first map, or the map the new one
 /// replaces: the new map's generations follow `prev`'s, so that cookies of
@@ -65,7 +66,7 @@ pub unsafe extern "C" fn ftrace_stackmap_alloc(bits: c_uint, prev: *mut CMap) ->
     let prev = (!prev.is_null()).then(|| unsafe { borrow(prev) });
     match StackMap::new(bits, prev) {
         Ok(map) => Arc::into_raw(map).cast_mut().cast(),
-        Err(_) => core::ptr::null_mut(),
+        Err(e) => e.to_ptr(),
     }
 }
 
@@ -73,12 +74,15 @@ pub unsafe extern "C" fn ftrace_stackmap_alloc(bits: c_uint, prev: *mut CMap) ->
 ///
 /// # Safety
 ///
-/// `map` must be a live pointer from [`ftrace_stackmap_alloc`] or this
-/// function, whose reference the caller holds for the duration of the call.
+/// `map` must be a live map (see [`ftrace_stackmap_put`]) for the duration
+/// of the call: the caller holds a reference to it, or loaded it, within
+/// an RCU read-side critical section that lasts the call, from where it
+/// was published, since its last reference is put only a grace period
+/// after it was unpublished.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_get(map: *mut CMap) -> *mut CMap {
-    // SAFETY: `map` came from `Arc::into_raw()` and the caller holds its
-    // reference for the duration of the call.
+    // SAFETY: `map` came from `Arc::into_raw()` and one of its references
+    // is held for the duration of the call, per the safety requirements.
     let map: Arc<StackMap> =
         unsafe { ArcBorrow::from_raw(map.cast::<StackMap>().cast_const()) }.into();
     Arc::into_raw(map).cast_mut().cast()
@@ -109,9 +113,9 @@ pub unsafe extern "C" fn ftrace_stackmap_put(map: *mut CMap) {
 ///
 /// `map` must be a live map (see [`ftrace_stackmap_put`]), `frames` valid
 /// for reading `depth` entries and `cookie` valid for writing. The caller
-/// must run with preemption disabled and RCU watching, as
-/// __ftrace_trace_stack() does: that makes it an RCU reader, which a reset
-/// waits for.
+/// must run with preemption disabled, RCU watching and the CPU online, as
+/// trace_stackmap_record() checks: that makes it an RCU reader, which a
+/// reset waits for.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_lookup(
     map: *mut CMap,
@@ -124,8 +128,8 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
     // SAFETY: `frames` is valid for `depth` reads per the safety
     // requirements; `c_ulong` and `usize` have the same layout.
     let frames = unsafe { core::slice::from_raw_parts(frames.cast::<usize>(), depth as usize) };
-    // SAFETY: The caller runs with preemption disabled and RCU watching for
-    // the whole call, per the safety requirements.
+    // SAFETY: The caller runs with preemption disabled, RCU watching and
+    // its CPU online for the whole call, per the safety requirements.
     let rcu = unsafe { ReadSection::assume() };
     match map.lookup(frames, rcu) {
         Ok(found) => {
@@ -147,9 +151,11 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
 ///
 /// # Safety
 ///
-/// `map` must be a live map and `depth` valid for writing. The caller must
-/// be in an RCU read-side critical section (rcu_read_lock(), or preemption
-/// disabled with RCU watching) and use the frames only until it ends.
+/// `map` must be a live map and `depth` valid for writing. `cookie` must be
+/// one that `map` or a map it replaced issued, as those in the ring buffer
+/// of `map`'s instance are. The caller must be in an RCU read-side critical
+/// section (rcu_read_lock(), or preemption disabled with RCU watching) and
+/// use the frames only until it ends.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_frames(
     map: *mut CMap,
@@ -162,10 +168,13 @@ pub unsafe extern "C" fn ftrace_stackmap_frames(
     // the safety requirements.
     let rcu = unsafe { ReadSection::assume() };
     let cookie = Cookie::from_raw(cookie);
-    let Some(record) = map
-        .table()
-        .slot(cookie.slot() as usize, cookie.generation(), rcu)
-    else {
+    // SAFETY: A cookie `map` issued in its current generation names where a
+    // record of that generation starts; those of older generations, and of
+    // the maps it replaced, whose generations are older, are not current.
+    let Some(record) = (unsafe {
+        map.table()
+            .slot(cookie.slot() as usize, cookie.generation(), rcu)
+    }) else {
         return core::ptr::null();
     };
     // SAFETY: `depth` is valid for writing per the safety requirements.
@@ -177,13 +186,19 @@ pub unsafe extern "C" fn ftrace_stackmap_frames(
 
 /// Empties `map` and bumps its generation; see [`StackMap::reset`].
 ///
+/// Returns 0, or -EOVERFLOW, with nothing changed, if `map` is at the last
+/// generation.
+///
 /// # Safety
 ///
 /// `map` must be a live map, and the caller must be allowed to sleep.
 #[export]
-pub unsafe extern "C" fn ftrace_stackmap_reset(map: *mut CMap) {
+pub unsafe extern "C" fn ftrace_stackmap_reset(map: *mut CMap) -> c_int {
     // SAFETY: `map` is live for the call per the safety requirements.
-    unsafe { borrow(map) }.reset();
+    match unsafe { borrow(map) }.reset() {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// Returns `log2` of the number of stacks `map` holds.
@@ -219,7 +234,8 @@ pub unsafe extern "C" fn ftrace_stackmap_generation(map: *mut CMap) -> u32 {
 ///
 /// # Safety
 ///
-/// `map` must be a live map and `end` valid for writing.
+/// `map` must be a live map and `end` valid for writing. `pos` must be 0 or
+/// an `*end` this function stored for `map` and `generation`.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_next_slot(
     map: *mut CMap,
@@ -230,7 +246,9 @@ pub unsafe extern "C" fn ftrace_stackmap_next_slot(
     // SAFETY: `map` is live for the call per the safety requirements.
     let table = unsafe { borrow(map) }.table();
     let guard = rcu_read_lock();
-    match table.next_published(pos, generation, ReadSection::new(&guard)) {
+    // SAFETY: `pos` is 0 or a position returned for `generation`, per the
+    // safety requirements.
+    match unsafe { table.next_published(pos, generation, ReadSection::new(&guard)) } {
         Some((slot, next)) => {
             // SAFETY: `end` is valid for writing per the safety requirements.
             unsafe { *end = next as c_ulong };
@@ -248,6 +266,8 @@ pub unsafe extern "C" fn ftrace_stackmap_next_slot(
 /// # Safety
 ///
 /// `map` must be a live map and `m` a seq file being shown by this thread.
+/// `slot` must be one that [`ftrace_stackmap_next_slot`] returned for `map`
+/// and `generation`.
 unsafe fn show_slot(
     map: *mut CMap,
     m: *mut bindings::seq_file,
@@ -260,7 +280,9 @@ unsafe fn show_slot(
     // SAFETY: `m` is a valid seq file used only by this thread for the
     // call, per the safety requirements.
     let m = unsafe { SeqFile::from_raw(m) };
-    if tracefs::show_slot(map, m, slot as usize, generation, format) {
+    // SAFETY: `slot` starts a record of `generation`, per the safety
+    // requirements.
+    if unsafe { tracefs::show_slot(map, m, slot as usize, generation, format) } {
         0
     } else {
         bindings::SEQ_SKIP as c_int
@@ -273,6 +295,8 @@ unsafe fn show_slot(
 /// # Safety
 ///
 /// `map` must be a live map and `m` a seq file being shown by this thread.
+/// `slot` must be one that [`ftrace_stackmap_next_slot`] returned for `map`
+/// and `generation`.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_show_slot(
     map: *mut CMap,
@@ -290,6 +314,8 @@ pub unsafe extern "C" fn ftrace_stackmap_show_slot(
 /// # Safety
 ///
 /// `map` must be a live map and `m` a seq file being shown by this thread.
+/// `slot` must be one that [`ftrace_stackmap_next_slot`] returned for `map`
+/// and `generation`.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_show_bin_slot(
     map: *mut CMap,

@@ -31,8 +31,11 @@ pub(crate) use kernel::sync::rcu::{read_lock as rcu_read_lock, Guard as RcuGuard
 /// `'a`: synchronize_rcu() waits for it to end.
 ///
 /// Holding rcu_read_lock() makes one; so does running with preemption or
-/// interrupts disabled, or in an NMI handler, while RCU is watching the CPU.
-/// Not `Send`: the property belongs to the current CPU or thread.
+/// interrupts disabled, or in an NMI handler, while RCU is watching the CPU
+/// and the CPU is online: a grace period does not wait for a CPU going
+/// offline once RCU has counted it out, though the function tracer still
+/// runs there. Not `Send`: the property belongs to the current CPU or
+/// thread.
 #[derive(Clone, Copy)]
 pub(crate) struct ReadSection<'a>(PhantomData<(&'a (), NotThreadSafe)>);
 
@@ -48,7 +51,7 @@ impl<'a> ReadSection<'a> {
     ///
     /// Until the end of `'a`, the current context must stay an RCU reader:
     /// under rcu_read_lock(), or with preemption or interrupts disabled, or
-    /// in an NMI handler, with RCU watching the CPU.
+    /// in an NMI handler, with RCU watching the CPU and the CPU online.
     #[inline]
     pub(crate) unsafe fn assume() -> Self {
         Self(PhantomData)

@@ -98,7 +98,10 @@ fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
         // ORDERING: Release, as the add: a store, unlike an add, does not
         // carry on the release sequence of `publish()`, so a reader that
         // loads this value with Acquire (`Table::published()`) sees the
-        // frames only through this store, after the lookup that found them.
+        // frames only through this store. The context that stores saw them
+        // before: a hit found them, with an Acquire load of the bucket; on
+        // the `flush()` path, the hit that filled the entry, earlier on this
+        // CPU, whose accesses this CPU's later ones follow.
         word.store((SATURATED << SHARED_SHIFT) | (old & COUNT), Release);
     }
     before

@@ -15,8 +15,11 @@
 //! after the reset, so the counter that says why (`fallback_reset`) starts
 //! again before the gate closes, and the others once it has.
 
-use crate::{hash::StackHash, StackMap};
-use kernel::sync::{rcu, MutexGuard};
+use crate::{cookie::next_generation, hash::StackHash, StackMap};
+use kernel::{
+    prelude::*,
+    sync::{rcu, MutexGuard},
+};
 
 impl<H: StackHash> StackMap<H> {
     /// Empties the map and bumps its generation.
@@ -25,15 +28,18 @@ impl<H: StackHash> StackMap<H> {
     /// and every recorder that raced it either completed against the old
     /// generation or fell back to a full stack. A map that was replaced is
     /// left as it is: its successor starts empty, at the generations this
-    /// one would move on to.
-    pub(crate) fn reset(&self) {
+    /// one would move on to. A map at the last generation is left as it is
+    /// too, and the reset fails with `EOVERFLOW` (see [`crate::cookie`]).
+    pub(crate) fn reset(&self) -> Result {
         let guard = self.reset_lock.lock();
         if *guard {
-            return;
+            return Ok(());
         }
+        let next = next_generation(self.table.generation())?;
         self.close_for_reset(&guard);
         rcu::synchronize_rcu();
-        self.reopen_after_reset(&guard);
+        self.reopen_after_reset(&guard, next);
+        Ok(())
     }
 
     /// Runs `f` with no reset in progress, so that what it reads of the
@@ -55,10 +61,10 @@ impl<H: StackHash> StackMap<H> {
 
     /// The last step of a reset, once no recorder that found the gate open
     /// is left: empties the table, starts the other counters again and opens
-    /// the gate on the next generation.
-    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>) {
+    /// the gate on generation `next`.
+    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>, next: u32) {
         self.table.clear();
         self.stats.finish_reset();
-        self.table.finish_reset();
+        self.table.finish_reset(next);
     }
 }

@@ -54,8 +54,9 @@ pub(crate) struct StackMap<H: StackHash = SeededHash> {
     /// Per-CPU counters.
     stats: Stats,
     /// Held by a reset, and while a map that replaces this one is made;
-    /// true once one was. Recorders and readers take no lock: they check the
-    /// table's gate and generation instead.
+    /// true once one was. Recorders, and the readers of the trace, take no
+    /// lock: they check the table's gate and generation instead. The dumps
+    /// and the counters' file take it to show one generation.
     #[pin]
     reset_lock: Mutex<bool>,
 }
@@ -77,7 +78,7 @@ impl StackMap {
         // A reset of `prev` waits until this map exists; after that it
         // finds `prev` replaced and leaves it alone.
         let mut replaced = prev.reset_lock.lock();
-        let map = Self::with_hash(bits, next_generation(prev.table.generation()), hash)?;
+        let map = Self::with_hash(bits, next_generation(prev.table.generation())?, hash)?;
         *replaced = true;
         Ok(map)
     }

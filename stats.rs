@@ -119,6 +119,9 @@ impl Stats {
         let base = self
             .base
             .get(cpu.as_u32() as usize)
+            // ORDERING: Relaxed: the counters are figures, read while
+            // recorders count; readers that need one generation's hold
+            // resets off (`StackMap::between_resets()`).
             .map_or(0, |base| base[index].load(Relaxed));
         self.counts.read(cpu, index).saturating_sub(base)
     }
@@ -175,6 +178,9 @@ impl Stats {
                 continue;
             };
             for (index, base) in base.iter().enumerate().filter(|&(index, _)| which(index)) {
+                // ORDERING: Relaxed: the gate's Full close and Release
+                // reopening, which come after each rebase, order it against
+                // the recorders.
                 base.store(self.counts.read(cpu, index), Relaxed);
             }
         }

@@ -43,7 +43,7 @@
 //! reader can still be looking at a record when the arena is reused.
 
 use crate::{
-    cookie::{next_generation, Cookie},
+    cookie::Cookie,
     hash::StackHash,
     platform::{
         cpu_relax, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
@@ -232,8 +232,9 @@ impl Headers<'_> {
     /// outside the arena.
     ///
     /// Any word of the arena may be viewed as a header: a reader only does
-    /// so for slots a cookie names or a walk reaches by the records' depths,
-    /// an inserter for the header it reserved.
+    /// so for the slots that [`Table::slot`] and [`Table::next_published`]
+    /// are given under their safety requirements, or that a walk reaches by
+    /// the records' depths, an inserter for the header it reserved.
     #[inline]
     fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
         let word = self.0.get(slot)?;
@@ -334,11 +335,18 @@ impl<H: StackHash> Table<H> {
     /// Returns the arena bytes reserved in this generation: the records,
     /// and the space of inserts that lost a race.
     pub(crate) fn arena_bytes_used(&self) -> usize {
+        // ORDERING: Relaxed: a figure for the counters' file, which reads
+        // nothing through it.
         (self.used.0.load(Relaxed) as u32 as usize).saturating_sub(HEADER_WORDS) * size_of::<Word>()
     }
 
     /// Returns the current generation.
+    ///
+    /// Exact while resets are held off (a reset changes it under the map's
+    /// reset lock); otherwise a figure for the counters' file.
     pub(crate) fn generation(&self) -> u32 {
+        // ORDERING: Relaxed: callers that read the table through the
+        // generation check it with `open()`, which orders.
         (self.state.load(Relaxed) >> 32) as u32
     }
 
@@ -490,7 +498,9 @@ impl<H: StackHash> Table<H> {
         loop {
             // INVARIANT: The next slot and the depth are final once the
             // cmpxchg below links the record (only `publish()` changes the
-            // low half after that); until then no one else reads the header.
+            // low half after that). Until then only the dumps' walks read
+            // the header, for the depth, which is final from the first
+            // store: a retry changes only the next slot.
             header.store(FIRST_COUNT | link(head, frames.len()), Relaxed);
             // ORDERING: Release orders the frames and the header before the
             // link, pairs with the Acquire loads of the bucket by lookups.
@@ -547,6 +557,7 @@ impl<H: StackHash> Table<H> {
     /// in between, so some CPU always gets on, and gives up as soon as the
     /// record would not fit.
     fn reserve(&self, depth: usize) -> Option<(usize, &[Word])> {
+        // ORDERING: Relaxed: only the start of the cmpxchg loop below.
         let mut used = self.used.0.load(Relaxed);
         loop {
             let slot = used as u32 as usize;
@@ -652,7 +663,9 @@ impl<H: StackHash> Table<H> {
     #[cfg(test)]
     pub(crate) fn abandon_unwritten(&self, slot: usize, depth: usize) {
         if let Some(header) = self.headers().get(slot) {
-            header.store(FIRST_COUNT | link(0, depth), Release);
+            // ORDERING: Relaxed: walks read only the depth from it, and no
+            // frame of the record is ever read.
+            header.store(FIRST_COUNT | link(0, depth), Relaxed);
         }
     }
 
@@ -668,12 +681,15 @@ impl<H: StackHash> Table<H> {
     /// Returns the stack in `slot` if the gate is open, the map is in
     /// `generation` and a stack was published in the slot.
     ///
-    /// `slot` must be a record's, such as one a cookie of `generation`
-    /// names: any other word would be read as a header. Only a cookie whose
-    /// generation came round again (see [`crate::cookie`]) names another
-    /// word; what that word gives is then still kept to at most
-    /// [`MAX_DEPTH`] words reserved in this generation.
-    pub(crate) fn slot<'a>(
+    /// # Safety
+    ///
+    /// If `generation` is the table's current one, `slot` must be where a
+    /// record of it starts, such as the slot a cookie of that generation
+    /// names, or no insert may run during the call: any other word would be
+    /// read as a header while an insert may be writing it as a frame. A
+    /// generation is never reused ([`crate::cookie`]), so a stale cookie
+    /// meets this.
+    pub(crate) unsafe fn slot<'a>(
         &'a self,
         slot: usize,
         generation: u32,
@@ -691,8 +707,9 @@ impl<H: StackHash> Table<H> {
         if depth > MAX_DEPTH || slot + HEADER_WORDS + depth > reserved {
             return None;
         }
-        // SAFETY: Published (Acquire above) after the gate was seen open,
-        // within `_rcu`, which outlives the record.
+        // SAFETY: `slot` starts a record, per the safety requirements, which
+        // was published (Acquire above) after the gate was seen open, within
+        // `_rcu`, which outlives the record.
         let frames = unsafe { self.frames(slot, depth) }?;
         Some(Record {
             slot,
@@ -712,8 +729,16 @@ impl<H: StackHash> Table<H> {
     /// not known yet, until its header is stored: every record published
     /// before the call is found. The wait is short: the writer runs with
     /// preemption disabled, or in an interrupt or NMI, and stores the header
-    /// once it has copied at most [`MAX_DEPTH`] frames.
-    pub(crate) fn next_published(
+    /// once it has copied at most [`MAX_DEPTH`] frames. (A test that inserts
+    /// from a preemptible RCU reader keeps the walk waiting while it is
+    /// preempted.)
+    ///
+    /// # Safety
+    ///
+    /// If `generation` is the table's current one, `pos` must be 0 or a
+    /// position this function returned for it: as for [`Table::slot`], any
+    /// other word would be read as a header.
+    pub(crate) unsafe fn next_published(
         &self,
         pos: usize,
         generation: u32,
@@ -722,6 +747,9 @@ impl<H: StackHash> Table<H> {
         if self.open()? != generation {
             return None;
         }
+        // ORDERING: Relaxed: a bound, as in `slot()`: the records published
+        // before the call were reserved before it, and the walk waits for
+        // the headers of those reserved since, which it reads with Acquire.
         let used = self.used.0.load(Relaxed) as u32 as usize;
         let headers = self.headers();
         let mut slot = pos.max(HEADER_WORDS);
@@ -770,6 +798,8 @@ impl<H: StackHash> Table<H> {
     pub(crate) fn clear(&self) {
         for bucket in self.buckets.iter() {
             // INVARIANT: The gate is closed and no recorder is inside.
+            // ORDERING: Relaxed, as every access of `clear()`: the Release
+            // that reopens the gate in `finish_reset()` publishes them all.
             bucket.store(0, Relaxed);
         }
         // Only the words up to the reservations were written. Zeroed so that
@@ -785,9 +815,9 @@ impl<H: StackHash> Table<H> {
         self.used.0.store(HEADER_WORDS as u64, Relaxed);
     }
 
-    /// Moves to the next generation and opens the gate again.
-    pub(crate) fn finish_reset(&self) {
-        let next = next_generation(self.generation());
+    /// Moves to generation `next`, the one after the current one (see
+    /// [`crate::cookie::next_generation`]), and opens the gate again.
+    pub(crate) fn finish_reset(&self, next: u32) {
         // ORDERING: Release publishes the cleared table to recorders and
         // readers, which check the gate with Acquire.
         self.state.store(u64::from(next) << 32, Release);

@@ -100,7 +100,9 @@ mod cases {
         loop {
             let next = {
                 let guard = rcu::read_lock();
-                table.next_published(pos, table.generation(), ReadSection::new(&guard))
+                // SAFETY: `pos` is 0, then each position the walk returned;
+                // the tests reset no table during a walk.
+                unsafe { table.next_published(pos, table.generation(), ReadSection::new(&guard)) }
             };
             let Some((slot, end)) = next else {
                 return slots;
@@ -119,11 +121,16 @@ mod cases {
         f: impl FnOnce(&Record<'_>) -> T,
     ) -> Option<T> {
         let guard = rcu::read_lock();
-        let record = map.table().slot(
-            cookie.slot() as usize,
-            cookie.generation(),
-            ReadSection::new(&guard),
-        )?;
+        // SAFETY: The tests that insert from two contexts at once resolve
+        // only cookies that the map issued, or the slots of walks; the
+        // others, which also make up cookies, insert nothing meanwhile.
+        let record = unsafe {
+            map.table().slot(
+                cookie.slot() as usize,
+                cookie.generation(),
+                ReadSection::new(&guard),
+            )
+        }?;
         Some(f(&record))
     }
 
@@ -470,7 +477,7 @@ mod cases {
         for _ in 0..3 {
             assert_eq!(lookup(&map, &stack(7, 10)), Ok(Found::Hit(old)));
         }
-        map.reset();
+        map.reset().expect("reset");
         assert_eq!(map.table().generation(), FIRST_GENERATION + 1);
         assert_eq!(map.table().entries(), 0);
         assert_eq!(map.table().arena_bytes_used(), 0);
@@ -509,7 +516,7 @@ mod cases {
         assert_eq!(map.table().open(), None);
         assert_eq!(map.stats().totals().reset, 3);
         assert_eq!(map.table().entries(), 2);
-        map.reopen_after_reset(&guard);
+        map.reopen_after_reset(&guard, c.generation() + 1);
         drop(guard);
         // The stacks recorded in full meanwhile are in the trace after the
         // reset: their counter keeps them, the others start again.
@@ -604,7 +611,7 @@ mod cases {
         // generations may still be in the ring buffer.
         let old = StackMap::new(BITS_MIN, None).expect("map allocation");
         let first = lookup(&old, &stack(1, 6)).expect("insert").cookie();
-        old.reset();
+        old.reset().expect("reset");
         let second = lookup(&old, &stack(2, 6)).expect("insert").cookie();
         // Its replacement, of another size, with the same stacks in it.
         let new = StackMap::new(BITS_MIN + 1, Some(&old)).expect("map allocation");
@@ -620,26 +627,37 @@ mod cases {
         // A reset that raced the replacement and reaches the old map later
         // leaves it alone: the old map's recorders still in flight never get
         // cookies of the new map's generation.
-        old.reset();
+        old.reset().expect("left alone");
         assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
         assert!(resolve(&old, second).is_some());
     }
 
     #[test]
-    fn generation_wraps_to_the_first_not_to_zero() {
-        assert_eq!(next_generation(FIRST_GENERATION), FIRST_GENERATION + 1);
-        assert_eq!(next_generation(u32::MAX), FIRST_GENERATION);
-        let last =
-            StackMap::with_hash(BITS_MIN, u32::MAX, SeededHash::new(SEED)).expect("map allocation");
-        let c = lookup(&last, &stack(1, 4)).expect("insert").cookie();
+    fn last_generation_is_neither_reset_nor_replaced() {
+        assert_eq!(next_generation(FIRST_GENERATION), Ok(FIRST_GENERATION + 1));
+        assert_eq!(next_generation(u32::MAX), Err(EOVERFLOW));
+        let map = StackMap::with_hash(BITS_MIN, u32::MAX - 1, SeededHash::new(SEED))
+            .expect("map allocation");
+        let old = lookup(&map, &stack(1, 4)).expect("insert").cookie();
+        map.reset().expect("reset to the last generation");
+        assert_eq!(map.table().generation(), u32::MAX);
+        assert!(resolve(&map, old).is_none());
+        let c = lookup(&map, &stack(2, 4)).expect("insert").cookie();
         assert_eq!(c.generation(), u32::MAX);
-        last.reset();
-        assert_eq!(last.table().generation(), FIRST_GENERATION);
-        assert!(resolve(&last, c).is_none());
-        let before =
-            StackMap::with_hash(BITS_MIN, u32::MAX, SeededHash::new(SEED)).expect("map allocation");
-        let next = StackMap::new(BITS_MIN, Some(&before)).expect("map allocation");
-        assert_eq!(next.table().generation(), FIRST_GENERATION);
+        // Past the last generation, the cookie of a slot would come back:
+        // the reset fails and changes nothing.
+        assert_eq!(map.reset(), Err(EOVERFLOW));
+        assert_eq!(map.table().open(), Some(u32::MAX));
+        assert_eq!(map.table().entries(), 1);
+        assert_eq!(map.stats().totals().inserts, 1);
+        assert_eq!(resolve(&map, c).expect("resolves")[..], stack(2, 4)[..]);
+        assert_eq!(lookup(&map, &stack(2, 4)), Ok(Found::Hit(c)));
+        // So does a replacement, which would continue the generations.
+        assert!(matches!(StackMap::new(BITS_MIN, Some(&map)), Err(e) if e == EOVERFLOW));
+        assert_eq!(
+            lookup(&map, &stack(3, 4)).map(|f| f.cookie().generation()),
+            Ok(u32::MAX)
+        );
     }
 
     #[test]
@@ -665,7 +683,7 @@ mod cases {
             per_cpu += c.hits + c.inserts + c.fallbacks();
         }
         assert_eq!(per_cpu, lookups);
-        map.reset();
+        map.reset().expect("reset");
         let t = map.stats().totals();
         assert_eq!(t.hits + t.inserts + t.fallbacks(), 0);
     }
@@ -861,7 +879,7 @@ mod cases {
         while resets < RESETS
             || (closed.load(Relaxed) == 0 && start.elapsed() < Delta::from_secs(10))
         {
-            map.reset();
+            map.reset().expect("reset");
             resets += 1;
         }
         let after = passes.load(Relaxed);

@@ -42,7 +42,12 @@ pub(crate) enum Format {
 ///
 /// Returns false, having shown nothing, if it is not (a reset raced the
 /// read, or the slot is empty).
-pub(crate) fn show_slot(
+///
+/// # Safety
+///
+/// If `generation` is the table's current one, `slot` must be where a
+/// record of it starts, as for [`crate::table::Table::slot`].
+pub(crate) unsafe fn show_slot(
     map: &StackMap,
     m: &SeqFile,
     slot: usize,
@@ -53,7 +58,10 @@ pub(crate) fn show_slot(
     // section keeps a reset from clearing it meanwhile, and nothing below
     // sleeps.
     let guard = rcu_read_lock();
-    let Some(record) = map.table().slot(slot, generation, ReadSection::new(&guard)) else {
+    // SAFETY: `slot` starts a record of `generation` if it is the current
+    // one, per the safety requirements.
+    let Some(record) = (unsafe { map.table().slot(slot, generation, ReadSection::new(&guard)) })
+    else {
         return false;
     };
     let (depth, refs) = (record.depth(), record.refs());
@@ -108,8 +116,10 @@ pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
         let guard = rcu_read_lock();
         let generation = table.generation();
         let (mut stacks, mut pos) = (0, 0);
+        // SAFETY: `pos` is 0, then each position the walk returned for
+        // `generation`.
         while let Some((slot, next)) =
-            table.next_published(pos, generation, ReadSection::new(&guard))
+            unsafe { table.next_published(pos, generation, ReadSection::new(&guard)) }
         {
             if slot >= end {
                 break;
@@ -148,7 +158,12 @@ fn print_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
                 map.stats().totals(),
             )
         }
-        None => (0, 0, 1 << bits, 1 << bits, 0, 0, Totals::default()),
+        None => {
+            // `bits` is one of the instance's sizes, from 10 to 18: none
+            // wider than the shift.
+            let capacity = 1usize.checked_shl(bits).unwrap_or(0);
+            (0, 0, capacity, capacity, 0, 0, Totals::default())
+        }
     };
     seq_print!(m, "generation: {generation}\n");
     seq_print!(m, "entries: {entries}\n");

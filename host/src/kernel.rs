@@ -9,7 +9,7 @@
 /// `kernel::prelude`.
 pub mod prelude {
     pub use super::alloc::{Flags, VVec, __GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL};
-    pub use super::error::{Error, Result, EINVAL, ENOMEM};
+    pub use super::error::{Error, Result, EINVAL, ENOMEM, EOVERFLOW};
 
     /// `kernel::prelude::KVec`: the same vector, from kmalloc.
     pub type KVec<T> = VVec<T>;
@@ -25,6 +25,8 @@ pub mod error {
     pub const EINVAL: Error = Error(22);
     /// `-ENOMEM`.
     pub const ENOMEM: Error = Error(12);
+    /// `-EOVERFLOW`.
+    pub const EOVERFLOW: Error = Error(75);
 
     /// `kernel::error::Result`.
     pub type Result<T = (), E = Error> = core::result::Result<T, E>;

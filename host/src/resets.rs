@@ -14,7 +14,7 @@
 //! counter that was odd has moved on.
 
 use crate::{
-    cookie::{Cookie, FIRST_GENERATION},
+    cookie::{next_generation, Cookie, FIRST_GENERATION},
     hash::SeededHash,
     platform::{rcu_read_lock, ReadSection},
     reuse::resolve,
@@ -139,7 +139,7 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
             table.begin_reset();
             grace_period(counters);
             table.clear();
-            table.finish_reset();
+            table.finish_reset(next_generation(table.generation()).expect("a next generation"));
         }
         done.store(true, SeqCst);
         let (cookies, closed, resolved) = recorders

@@ -9,7 +9,7 @@
 //! into the arena outlives the generation it was made in.
 
 use crate::{
-    cookie::{Cookie, FIRST_GENERATION},
+    cookie::{next_generation, Cookie, FIRST_GENERATION},
     hash::SeededHash,
     platform::{rcu_read_lock, ReadSection},
     table::{Found, Table, BITS_MIN},
@@ -35,14 +35,19 @@ fn insert_all(table: &Table<SeededHash>, n: usize, tag: usize) -> Vec<Cookie> {
         .collect()
 }
 
-/// Returns the frames and ref count that `cookie` resolves to, if any.
+/// Returns the frames and ref count that `cookie`, one that `table`
+/// issued, resolves to, if any.
 pub(crate) fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<(Vec<usize>, u64)> {
     let rcu = rcu_read_lock();
-    let record = table.slot(
-        cookie.slot() as usize,
-        cookie.generation(),
-        ReadSection::new(&rcu),
-    )?;
+    // SAFETY: `table` issued `cookie`: in its generation, if that is still
+    // the current one, the slot starts a record.
+    let record = unsafe {
+        table.slot(
+            cookie.slot() as usize,
+            cookie.generation(),
+            ReadSection::new(&rcu),
+        )
+    }?;
     Some((record.frames().collect(), record.refs()))
 }
 
@@ -55,7 +60,7 @@ fn reset_reuses_the_arena_for_the_next_generation() {
 
     table.begin_reset();
     table.clear();
-    table.finish_reset();
+    table.finish_reset(next_generation(table.generation()).expect("a next generation"));
     assert_eq!(table.generation(), FIRST_GENERATION + 1);
     assert_eq!(table.entries(), 0);
     assert!(old.iter().all(|&c| resolve(&table, c).is_none()));

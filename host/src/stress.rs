@@ -58,9 +58,13 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
     let published = table.entries();
     let mut ids = Vec::new();
     let mut pos = 0;
-    while let Some((slot, end)) = table.next_published(pos, generation, ReadSection::new(&rcu)) {
-        let record = table
-            .slot(slot, generation, ReadSection::new(&rcu))
+    // SAFETY: `pos` is 0, then each position the walk returned for
+    // `generation`; each slot it returns starts a record.
+    while let Some((slot, end)) =
+        unsafe { table.next_published(pos, generation, ReadSection::new(&rcu)) }
+    {
+        // SAFETY: As above.
+        let record = unsafe { table.slot(slot, generation, ReadSection::new(&rcu)) }
             .expect("a published record resolves");
         let frames: Vec<usize> = record.frames().collect();
         let id = (frames[0] - 0xffff_ffff_8100_0000) / 0x40;
@@ -148,8 +152,9 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
             "stack {id}: two cookies"
         );
         let slot = cookies[0] as u32 as usize;
-        let record = table
-            .slot(slot, table.generation(), ReadSection::new(&rcu))
+        // SAFETY: The slot is that of a cookie the table issued in its
+        // current generation.
+        let record = unsafe { table.slot(slot, table.generation(), ReadSection::new(&rcu)) }
             .expect("the cookie resolves");
         let frames: Vec<usize> = record.frames().collect();
         assert_eq!(frames, stack(id, 1 + id % 12), "stack {id}: wrong frames");
