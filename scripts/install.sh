@@ -60,8 +60,8 @@ if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 	: > "$PATCH_STATE/files"
 	for p in "$ROOT"/patches/*.patch; do
 		[ -f "$p" ] || continue
-		git -C "$TREE" apply --numstat "$p" | cut -f3 >> "$PATCH_STATE/files"
-		if ! git -C "$TREE" apply "$p"; then
+		git -C "$TREE" apply --allow-empty --numstat "$p" | cut -f3 >> "$PATCH_STATE/files"
+		if ! git -C "$TREE" apply --allow-empty "$p"; then
 			echo "install: $(basename "$p") does not apply" >&2
 			rm -f "$PATCH_STATE/sum"
 			exit 1

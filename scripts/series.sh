@@ -92,7 +92,7 @@ fi
 parent=$(git -C "$TREE" rev-parse 'pristine^{commit}')
 for p in "${patches[@]}"; do
 	nr=$(basename "$p" | cut -d- -f1)
-	git -C "$TREE" apply --cached "$p"
+	git -C "$TREE" apply --allow-empty --cached "$p"
 	if [ -f "$tmp/files-$nr" ]; then
 		while read -r dst src; do
 			mode=100644
