@@ -70,6 +70,9 @@ impl StackMap {
     /// then on `prev` is never reset: recorders that still reach it keep its
     /// generation, below this map's.
     pub(crate) fn new(bits: u32, prev: Option<&StackMap>) -> Result<Arc<Self>> {
+        // With trace_options=stackmap the first map is made at boot, before
+        // random_init(): the seed then comes from what random_init_early()
+        // gathered. It only places stacks in buckets.
         // SAFETY: `get_random_u64()` has no preconditions.
         let hash = SeededHash::new(unsafe { kernel::bindings::get_random_u64() });
         let Some(prev) = prev else {
