@@ -685,10 +685,11 @@ impl<H: StackHash> Table<H> {
     ///
     /// If `generation` is the table's current one, `slot` must be where a
     /// record of it starts, such as the slot a cookie of that generation
-    /// names, or no insert may run during the call: any other word would be
-    /// read as a header while an insert may be writing it as a frame. A
-    /// generation is never reused ([`crate::cookie`]), so a stale cookie
-    /// meets this.
+    /// names, or no lookup may run during the call: any other word would be
+    /// read as a header, and the words after it as frames, while a lookup
+    /// may be writing them (an insert its frames, a hit its header's
+    /// count). A generation is never reused ([`crate::cookie`]), so a stale
+    /// cookie meets this.
     pub(crate) unsafe fn slot<'a>(
         &'a self,
         slot: usize,
@@ -707,9 +708,10 @@ impl<H: StackHash> Table<H> {
         if depth > MAX_DEPTH || slot + HEADER_WORDS + depth > reserved {
             return None;
         }
-        // SAFETY: `slot` starts a record, per the safety requirements, which
-        // was published (Acquire above) after the gate was seen open, within
-        // `_rcu`, which outlives the record.
+        // SAFETY: `slot` starts a record, or no lookup writes the words,
+        // per the safety requirements; a record was published (Acquire
+        // above) after the gate was seen open, within `_rcu`, which
+        // outlives the frames.
         let frames = unsafe { self.frames(slot, depth) }?;
         Some(Record {
             slot,

@@ -121,9 +121,9 @@ mod cases {
         f: impl FnOnce(&Record<'_>) -> T,
     ) -> Option<T> {
         let guard = rcu::read_lock();
-        // SAFETY: The tests that insert from two contexts at once resolve
-        // only cookies that the map issued, or the slots of walks; the
-        // others, which also make up cookies, insert nothing meanwhile.
+        // SAFETY: The tests that look stacks up from two contexts at once
+        // resolve only cookies that the map issued, or the slots of walks;
+        // the others, which also make up cookies, look up nothing meanwhile.
         let record = unsafe {
             map.table().slot(
                 cookie.slot() as usize,
