@@ -116,9 +116,9 @@ pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
         let guard = rcu_read_lock();
         let generation = table.generation();
         let (mut stacks, mut pos) = (0, 0);
-        // SAFETY: `pos` is 0, then each position the walk returned for
-        // `generation`.
         while let Some((slot, next)) =
+            // SAFETY: `pos` is 0, then each position the walk returned for
+            // `generation`.
             unsafe { table.next_published(pos, generation, ReadSection::new(&guard)) }
         {
             if slot >= end {

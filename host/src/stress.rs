@@ -58,12 +58,12 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
     let published = table.entries();
     let mut ids = Vec::new();
     let mut pos = 0;
-    // SAFETY: `pos` is 0, then each position the walk returned for
-    // `generation`; each slot it returns starts a record.
     while let Some((slot, end)) =
+        // SAFETY: `pos` is 0, then each position the walk returned for
+        // `generation`.
         unsafe { table.next_published(pos, generation, ReadSection::new(&rcu)) }
     {
-        // SAFETY: As above.
+        // SAFETY: The walk returned `slot`: it starts a record.
         let record = unsafe { table.slot(slot, generation, ReadSection::new(&rcu)) }
             .expect("a published record resolves");
         let frames: Vec<usize> = record.frames().collect();
