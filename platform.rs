@@ -4,10 +4,11 @@
 //!
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
 //! sections, its storage and its spin-wait through this module, which takes
-//! them from the kernel crate: the LKMM atomics, RCU, vmalloc and
-//! cpu_relax(). [`refs`](crate::refs) and [`stats`](crate::stats) take
-//! their atomics from here too, and their per-CPU storage from
-//! `kernel::percpu` directly (`stats` also `kernel::cpu`).
+//! them from the kernel crate: the LKMM atomics, RCU, vmalloc (after a look
+//! at si_mem_available()) and cpu_relax(). [`refs`](crate::refs) and
+//! [`stats`](crate::stats) take their atomics from here too, and their
+//! per-CPU storage from `kernel::percpu` directly (`stats` also
+//! `kernel::cpu`).
 //!
 //! No other build changes this file: the host build (`host/`) compiles it,
 //! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
@@ -15,7 +16,7 @@
 //! Miri.
 
 use core::{cell::UnsafeCell, marker::PhantomData};
-use kernel::{prelude::*, types::NotThreadSafe};
+use kernel::{page::PAGE_SIZE, prelude::*, types::NotThreadSafe};
 
 pub(crate) use kernel::processor::cpu_relax;
 pub(crate) use kernel::sync::atomic::{
@@ -65,8 +66,18 @@ pub(crate) type Storage<T> = VVec<T>;
 /// Allocates `len` elements made by `init`.
 ///
 /// Fails with `ENOMEM` when memory is short rather than have the OOM killer
-/// make room: a map is optional, and megabytes large.
+/// make room: a map is optional, and megabytes large. As the ring buffer
+/// does before it grows, it first checks the memory available, a rough
+/// estimate: an allocation that could not succeed would otherwise take the
+/// free pages one by one before failing, and an allocation of another task
+/// meanwhile, which may not fail, would wake the OOM killer.
 pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>> {
+    // SAFETY: `si_mem_available()` has no preconditions.
+    let available = unsafe { kernel::bindings::si_mem_available() };
+    let pages = len.saturating_mul(size_of::<T>()).div_ceil(PAGE_SIZE);
+    if !usize::try_from(available).is_ok_and(|available| available >= pages) {
+        return Err(ENOMEM);
+    }
     let mut v = Storage::with_capacity(len, GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)?;
     for _ in 0..len {
         v.push_within_capacity(init()).map_err(|_| ENOMEM)?;

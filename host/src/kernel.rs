@@ -4,7 +4,8 @@
 //! implemented on the host's standard library, so that the kernel sources
 //! build unchanged: the atomics take the kernel's ordering arguments and map
 //! them to the C++ memory model, RCU read-side sections cost nothing (this
-//! build never resets a table), vmalloc is the heap and a thread is a CPU.
+//! build never resets a table), vmalloc is the heap, which sets its own
+//! limit, and a thread is a CPU.
 
 /// `kernel::prelude`.
 pub mod prelude {
@@ -193,6 +194,25 @@ pub mod cpu {
             self.0
         }
     }
+}
+
+/// `kernel::bindings`: the C functions the kernel files call.
+pub mod bindings {
+    /// `si_mem_available()`: the pages that can be allocated; the host
+    /// heap sets no limit but its own.
+    ///
+    /// # Safety
+    ///
+    /// None: `unsafe` as the C function's binding is.
+    pub unsafe fn si_mem_available() -> core::ffi::c_long {
+        core::ffi::c_long::MAX
+    }
+}
+
+/// `kernel::page`.
+pub mod page {
+    /// The size of a page.
+    pub const PAGE_SIZE: usize = 4096;
 }
 
 /// `kernel::processor`.
