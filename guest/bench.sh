@@ -145,6 +145,14 @@ vfs_setup() {
 	echo function > current_tracer
 	echo 1 > options/func_stack_trace
 }
+# The layer the vfs calls into: seq_file reads (procfs), tmpfs reads, page
+# cache writes, path walks. Its stacks are two to four frames deeper than
+# those of the vfs entry points, which sit right under the syscall.
+fs_setup() {
+	echo 'seq_read_iter shmem_file_read_iter generic_perform_write path_openat' > set_ftrace_filter
+	echo function > current_tracer
+	echo 1 > options/func_stack_trace
+}
 sched_setup() {
 	echo 1 > options/stacktrace
 	echo 1 > events/sched/sched_switch/enable
@@ -168,6 +176,7 @@ tree_work() {
 }
 
 history vfs vfs_setup files_work
+history fs fs_setup files_work
 history sched sched_setup files_work
 history distinct hot_setup tree_work
 # The same, into the smallest map there is: it fills, and shows what the map
