@@ -38,7 +38,10 @@ impl<H: StackHash> StackMap<H> {
         let next = next_generation(self.table.generation())?;
         self.close_for_reset(&guard);
         rcu::synchronize_rcu();
-        self.reopen_after_reset(&guard, next);
+        // SAFETY: The gate closed under `guard` and a grace period has
+        // passed since; `next` is the generation after the current one,
+        // which cannot change while `guard` is held.
+        unsafe { self.reopen_after_reset(&guard, next) };
         Ok(())
     }
 
@@ -59,12 +62,23 @@ impl<H: StackHash> StackMap<H> {
         self.table.begin_reset();
     }
 
-    /// The last step of a reset, once no recorder that found the gate open
-    /// is left: empties the table, starts the other counters again and opens
-    /// the gate on generation `next`.
-    pub(crate) fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>, next: u32) {
-        self.table.clear();
+    /// The last step of a reset: empties the table, starts the other
+    /// counters again and opens the gate on generation `next`.
+    ///
+    /// # Safety
+    ///
+    /// [`Self::close_for_reset`] must have closed the gate under `_reset`, a
+    /// guard of this map's reset lock, and every recorder or reader that
+    /// found the gate open must have left since, as after an RCU grace
+    /// period. `next` must be the generation after the current one
+    /// ([`next_generation`]).
+    pub(crate) unsafe fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>, next: u32) {
+        // SAFETY: The gate is closed and nobody that found it open is left,
+        // per the safety requirements; the reset lock keeps other resets out.
+        unsafe { self.table.clear() };
         self.stats.finish_reset();
-        self.table.finish_reset(next);
+        // SAFETY: The table was just emptied, and `next` follows the
+        // current generation, per the safety requirements.
+        unsafe { self.table.finish_reset(next) };
     }
 }

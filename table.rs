@@ -795,9 +795,14 @@ impl<H: StackHash> Table<H> {
 
     /// Empties the table.
     ///
-    /// Must run between [`Table::begin_reset`] and [`Table::finish_reset`],
-    /// once no recorder or reader is inside.
-    pub(crate) fn clear(&self) {
+    /// # Safety
+    ///
+    /// The gate must be closed ([`Table::begin_reset`]), and every recorder
+    /// or reader that found it open must have left, as after an RCU grace
+    /// period that started once it closed: the arena's frames are written
+    /// here with plain stores. Nothing else may empty the table or move it
+    /// to another generation meanwhile.
+    pub(crate) unsafe fn clear(&self) {
         for bucket in self.buckets.iter() {
             // INVARIANT: The gate is closed and no recorder is inside.
             // ORDERING: Relaxed, as every access of `clear()`: the Release
@@ -808,18 +813,25 @@ impl<H: StackHash> Table<H> {
         // the next generation's walks tell the headers not yet stored.
         let used = self.used.0.load(Relaxed) as u32 as usize;
         for word in self.arena.iter().take(used) {
-            // SAFETY: The gate is closed and no recorder or reader is inside:
-            // nothing else accesses the arena until `finish_reset()`
-            // publishes the cleared table.
+            // SAFETY: The gate is closed and no recorder or reader is inside,
+            // per the safety requirements: nothing else accesses the arena
+            // until `finish_reset()` publishes the cleared table.
             unsafe { word.as_ptr().write(0) };
         }
         self.refs.clear();
         self.used.0.store(HEADER_WORDS as u64, Relaxed);
     }
 
-    /// Moves to generation `next`, the one after the current one (see
-    /// [`crate::cookie::next_generation`]), and opens the gate again.
-    pub(crate) fn finish_reset(&self, next: u32) {
+    /// Moves to generation `next` and opens the gate again.
+    ///
+    /// # Safety
+    ///
+    /// [`Table::clear`] must have emptied the table since the gate closed,
+    /// and `next` must be the generation after the current one
+    /// ([`crate::cookie::next_generation`]): [`Table::slot`] and
+    /// [`Table::next_published`] rely on a generation never coming back,
+    /// with other records in its slots.
+    pub(crate) unsafe fn finish_reset(&self, next: u32) {
         // ORDERING: Release publishes the cleared table to recorders and
         // readers, which check the gate with Acquire.
         self.state.store(u64::from(next) << 32, Release);

@@ -516,7 +516,10 @@ mod cases {
         assert_eq!(map.table().open(), None);
         assert_eq!(map.stats().totals().reset, 3);
         assert_eq!(map.table().entries(), 2);
-        map.reopen_after_reset(&guard, c.generation() + 1);
+        // SAFETY: The gate closed under `guard`; this thread is the only
+        // one to record or read, and it is outside the table. The next
+        // generation is `c`'s plus one: the first, not the last.
+        unsafe { map.reopen_after_reset(&guard, c.generation() + 1) };
         drop(guard);
         // The stacks recorded in full meanwhile are in the trace after the
         // reset: their counter keeps them, the others start again.

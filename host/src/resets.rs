@@ -138,8 +138,12 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
             }
             table.begin_reset();
             grace_period(counters);
-            table.clear();
-            table.finish_reset(next_generation(table.generation()).expect("a next generation"));
+            let next = next_generation(table.generation()).expect("a next generation");
+            // SAFETY: The gate is closed, and every recorder section that
+            // began before has ended; this thread is the only one to reset.
+            unsafe { table.clear() };
+            // SAFETY: Just emptied; `next` follows the current generation.
+            unsafe { table.finish_reset(next) };
         }
         done.store(true, SeqCst);
         let (cookies, closed, resolved) = recorders
