@@ -225,30 +225,33 @@ pub unsafe extern "C" fn ftrace_stackmap_generation(map: *mut CMap) -> u32 {
     unsafe { borrow(map) }.table().open().unwrap_or(0)
 }
 
-/// Returns the slot of the first stack stored at or after position `pos` in
-/// `generation` and stores in `*end` the position after it, or returns
-/// -ENOENT when there is none or `generation` is no longer the map's.
+/// Returns the slot of the first stack stored at or after position `pos` and
+/// before position `limit` in `generation`, and stores in `*end` the
+/// position after it, or returns -ENOENT when there is none or `generation`
+/// is no longer the map's.
 ///
 /// Positions are where the arena's records start: 0 for the first one, or
-/// an `*end` this returned.
+/// a slot or an `*end` this returned.
 ///
 /// # Safety
 ///
-/// `map` must be a live map and `end` valid for writing. `pos` must be 0 or
-/// an `*end` this function stored for `map` and `generation`.
+/// `map` must be a live map and `end` valid for writing. `pos` must be 0, or
+/// a slot this function returned or an `*end` it stored, for `map` and
+/// `generation`.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_next_slot(
     map: *mut CMap,
     pos: c_ulong,
+    limit: c_ulong,
     generation: u32,
     end: *mut c_ulong,
 ) -> c_long {
     // SAFETY: `map` is live for the call per the safety requirements.
     let table = unsafe { borrow(map) }.table();
     let guard = rcu_read_lock();
-    // SAFETY: `pos` is 0 or a position returned for `generation`, per the
-    // safety requirements.
-    match unsafe { table.next_published(pos, generation, ReadSection::new(&guard)) } {
+    // SAFETY: `pos` is 0 or where a record of `generation` starts (a slot
+    // or an `*end` returned for it), per the safety requirements.
+    match unsafe { table.next_published(pos, limit, generation, ReadSection::new(&guard)) } {
         Some((slot, next)) => {
             // SAFETY: `end` is valid for writing per the safety requirements.
             unsafe { *end = next as c_ulong };

@@ -721,9 +721,9 @@ impl<H: StackHash> Table<H> {
         })
     }
 
-    /// Returns the slot of the first record published at or after `pos`,
-    /// and the position after that record, if the gate is open and the map
-    /// is in `generation`.
+    /// Returns the slot of the first record published at or after `pos` and
+    /// before `limit`, and the position after that record, if the gate is
+    /// open and the map is in `generation`.
     ///
     /// Positions are where records start: 0 for the first one, or a
     /// position this returned. The walk goes from record to record by their
@@ -743,6 +743,7 @@ impl<H: StackHash> Table<H> {
     pub(crate) unsafe fn next_published(
         &self,
         pos: usize,
+        limit: usize,
         generation: u32,
         _rcu: ReadSection<'_>,
     ) -> Option<(usize, usize)> {
@@ -755,7 +756,7 @@ impl<H: StackHash> Table<H> {
         let used = self.used.0.load(Relaxed) as u32 as usize;
         let headers = self.headers();
         let mut slot = pos.max(HEADER_WORDS);
-        while slot < used {
+        while slot < used.min(limit) {
             let word = headers.get(slot)?;
             // ORDERING: Acquire, as in `published()`. A header is stored
             // whole, so any non-zero value holds the record's final depth;

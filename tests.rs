@@ -100,9 +100,12 @@ mod cases {
         loop {
             let next = {
                 let guard = rcu::read_lock();
+                let generation = table.generation();
                 // SAFETY: `pos` is 0, then each position the walk returned;
                 // the tests reset no table during a walk.
-                unsafe { table.next_published(pos, table.generation(), ReadSection::new(&guard)) }
+                unsafe {
+                    table.next_published(pos, usize::MAX, generation, ReadSection::new(&guard))
+                }
             };
             let Some((slot, end)) = next else {
                 return slots;

@@ -116,14 +116,13 @@ pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
         let guard = rcu_read_lock();
         let generation = table.generation();
         let (mut stacks, mut pos) = (0, 0);
-        while let Some((slot, next)) =
+        while let Some((_, next)) =
             // SAFETY: `pos` is 0, then each position the walk returned for
             // `generation`.
-            unsafe { table.next_published(pos, generation, ReadSection::new(&guard)) }
-        {
-            if slot >= end {
-                break;
+            unsafe {
+                table.next_published(pos, end, generation, ReadSection::new(&guard))
             }
+        {
             stacks += 1;
             pos = next;
         }

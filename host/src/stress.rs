@@ -61,7 +61,9 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
     while let Some((slot, end)) =
         // SAFETY: `pos` is 0, then each position the walk returned for
         // `generation`.
-        unsafe { table.next_published(pos, generation, ReadSection::new(&rcu)) }
+        unsafe {
+            table.next_published(pos, usize::MAX, generation, ReadSection::new(&rcu))
+        }
     {
         // SAFETY: The walk returned `slot`: it starts a record.
         let record = unsafe { table.slot(slot, generation, ReadSection::new(&rcu)) }
