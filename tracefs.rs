@@ -169,15 +169,17 @@ fn print_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
     seq_print!(m, "capacity: {capacity}\n");
     seq_print!(m, "table_slots: {slots}\n");
     seq_print!(m, "max_depth: {MAX_DEPTH}\n");
-    seq_print!(m, "max_probe: {MAX_PROBE}\n");
     seq_print!(m, "memory_bytes: {memory}\n");
-    seq_print!(m, "stack_bytes: {stacks}\n");
     seq_print!(m, "hits: {}\n", totals.hits);
     seq_print!(m, "inserts: {}\n", totals.inserts);
     seq_print!(m, "fallback_full: {}\n", totals.full);
     seq_print!(m, "fallback_busy: {}\n", totals.busy);
     seq_print!(m, "fallback_depth: {}\n", totals.depth);
+    // Keys beyond the documented first eleven go after them, so that a
+    // tool that reads those by position keeps finding them.
     seq_print!(m, "fallback_reset: {}\n", totals.reset);
+    seq_print!(m, "max_probe: {MAX_PROBE}\n");
+    seq_print!(m, "stack_bytes: {stacks}\n");
     for cpu in possible_cpus() {
         let t = map.map(|map| map.stats().cpu(cpu)).unwrap_or_default();
         seq_print!(
