@@ -292,7 +292,8 @@ impl<H: StackHash> Table<H> {
     /// Returns how many stacks of [`DESIGN_DEPTH`] frames the arena holds;
     /// it holds more of shallower ones.
     pub(crate) fn capacity(&self) -> usize {
-        self.buckets.len()
+        // The arena is sized for one such stack per bucket.
+        self.slot_count()
     }
 
     /// Returns `log2` of [`Self::capacity`].
