@@ -154,6 +154,8 @@ impl<const N: usize> PerCpuCounters<N> {
     /// would be lost: for callers that know `cpu` does not update it.
     pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
         if let Some(counter) = self.per_cpu(cpu, index) {
+            // ORDERING: Relaxed, as `WRITE_ONCE()`: a counter orders no other
+            // access; callers that need an order provide it.
             counter.store(value, Relaxed);
         }
     }
@@ -163,6 +165,7 @@ impl<const N: usize> PerCpuCounters<N> {
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
     pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+        // ORDERING: Relaxed, as `READ_ONCE()`: see `set()`.
         self.per_cpu(cpu, index)
             .map_or(0, |counter| counter.load(Relaxed))
     }
