@@ -4,11 +4,10 @@
 //!
 //! Each CPU adds to its own counters with one `this_cpu_add()`: no lock
 //! prefix, no cache line shared with other CPUs, and safe against the
-//! interrupts that count on the same CPU in the middle of another update,
-//! and against NMIs where the architecture's `this_cpu_add()` is one
-//! instruction or an atomic (x86, arm64; elsewhere an NMI may lose one
-//! count). The counters are 64-bit, so they cannot wrap in practice; their
-//! sums saturate.
+//! interrupts and NMIs that count on the same CPU in the middle of another
+//! update (where the architecture's `this_cpu_add()` is not NMI-safe, it is
+//! a `cmpxchg()` loop, see [`PerCpuCounters::add`]). The counters are
+//! 64-bit, so they cannot wrap in practice; their sums saturate.
 //!
 //! Only their own CPU ever writes them. A reset does not clear them: it
 //! notes every counter's value as its base, and the figures shown are the

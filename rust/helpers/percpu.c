@@ -14,9 +14,23 @@ __rust_helper void *rust_helper_per_cpu_ptr(void __percpu *ptr,
 	return per_cpu_ptr(ptr, cpu);
 }
 
+/*
+ * Atomic against interrupts and NMIs on this CPU: where this_cpu operations
+ * are not NMI-safe, a cmpxchg() loop on the copy of the CPU it runs on,
+ * cmpxchg() being what ARCH_HAVE_NMI_SAFE_CMPXCHG makes safe in NMI.
+ */
 __rust_helper void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {
-	this_cpu_add(*ptr, val);
+	u64 *counter, old;
+
+	if (IS_ENABLED(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)) {
+		this_cpu_add(*ptr, val);
+		return;
+	}
+	counter = raw_cpu_ptr(ptr);
+	old = READ_ONCE(*counter);
+	while (!try_cmpxchg(counter, &old, old + val))
+		;
 }
 
 __rust_helper u64 rust_helper_this_cpu_read_u64(u64 __percpu *ptr)

@@ -63,9 +63,9 @@ unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
 // SAFETY: `add()` and `this_cpu_cmpxchg()` update the calling CPU's
 // counters, with operations that are atomic on that CPU (a caller that moved
-// to another CPU meanwhile may cmpxchg the first one's counter, atomically,
-// see `this_cpu_cmpxchg()`); `read()` and `set()` access any CPU's counter
-// with `READ_ONCE()` and `WRITE_ONCE()`.
+// to another CPU meanwhile may update the first one's counter, atomically,
+// see `add()` and `this_cpu_cmpxchg()`); `read()` and `set()` access any
+// CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
@@ -101,9 +101,12 @@ impl<const N: usize> PerCpuCounters<N> {
     /// there is no counter `index`.
     ///
     /// Safe in any context and with preemption enabled: the CPU whose
-    /// counter is updated is the one that runs the update. Where the
-    /// architecture emulates `this_cpu_add()` with interrupts disabled, an
-    /// NMI that adds in the middle of it may lose one of the two updates.
+    /// counter is updated is the one that runs the update. Atomic against
+    /// interrupts and NMIs on that CPU, also where the architecture's
+    /// `this_cpu_add()` is not NMI-safe: there it is a `cmpxchg()` loop on
+    /// that CPU's counter, picked before the loop, so that a caller that
+    /// moves to another CPU in between adds to the first CPU's counter,
+    /// atomically.
     #[inline]
     pub fn add(&self, index: usize, value: u64) {
         if let Some(counter) = self.counter(index) {
