@@ -547,7 +547,8 @@ impl<H: StackHash> Table<H> {
         // them through the bucket).
         header.store(header.load(Relaxed) | PUBLISHED, Release);
         // ORDERING: Release orders the published bit before the count, for
-        // `entries()`: a dump promises as many records as it counted.
+        // `entries()`: a walk that starts after it read the count finds at
+        // least that many published records.
         self.used.0.fetch_add(1 << 32, Release);
     }
 
