@@ -793,7 +793,11 @@ impl<H: StackHash> Table<H> {
         // inside. What does is the RCU grace period the reset waits for
         // next: when it ends, every recorder that found the gate open has
         // left, and any still running started late enough to see it closed.
-        self.state.fetch_add(CLOSED, Full);
+        // Relaxed load: only resets write the state, and they are
+        // serialized; setting the bit rather than adding it leaves a gate
+        // closed twice closed, in the same generation.
+        let state = self.state.load(Relaxed);
+        self.state.xchg(state | CLOSED, Full);
     }
 
     /// Empties the table.

@@ -419,6 +419,12 @@ pub mod sync {
             ///
             /// As for [`AtomicType::load`].
             unsafe fn fetch_add(p: *mut Self, v: Self, o: Cxx) -> Self;
+            /// Exchanges the value at `p` for `v`.
+            ///
+            /// # Safety
+            ///
+            /// As for [`AtomicType::load`].
+            unsafe fn xchg(p: *mut Self, v: Self, o: Cxx) -> Self;
         }
 
         macro_rules! atomic_type {
@@ -444,6 +450,10 @@ pub mod sync {
                     unsafe fn fetch_add(p: *mut Self, v: Self, o: Cxx) -> Self {
                         // SAFETY: Per the caller's guarantees.
                         unsafe { <$repr>::from_ptr(p) }.fetch_add(v, o)
+                    }
+                    unsafe fn xchg(p: *mut Self, v: Self, o: Cxx) -> Self {
+                        // SAFETY: Per the caller's guarantees.
+                        unsafe { <$repr>::from_ptr(p) }.swap(v, o)
                     }
                 }
             };
@@ -510,6 +520,13 @@ pub mod sync {
             pub fn fetch_add<O: Ordering>(&self, v: T, _: O) -> T {
                 // SAFETY: As in `load()`.
                 unsafe { T::fetch_add(self.0.get(), v, O::RMW.0) }
+            }
+
+            /// Stores `v`; returns the previous value.
+            #[inline]
+            pub fn xchg<O: Ordering>(&self, v: T, _: O) -> T {
+                // SAFETY: As in `load()`.
+                unsafe { T::xchg(self.0.get(), v, O::RMW.0) }
             }
         }
     }
