@@ -1,25 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Ref counts: how often each stored stack was recorded in the generation.
+//! Ref counts: how often each stored stack was recorded in the generation,
+//! and the stacks each CPU recorded last.
 //!
 //! Every hit adds one to its stack's count. Were that an atomic add to a
 //! count shared by all CPUs, it would be the one line a hit writes that
 //! other CPUs write too, and a stack recorded on every CPU (the idle loop's
 //! sched_switch, a lock taken everywhere) would move that line from CPU to
 //! CPU on each hit. So each CPU also keeps the counts of the stacks it hits
-//! in a cache of its own, [`PENDING`] entries picked by slot number, and
-//! adds an entry's count to the shared count only when another stack takes
-//! the entry. A hit on a stack that holds its entry writes nothing that
-//! another CPU writes. A stack whose entry another stack holds counts on
-//! the shared count, and takes the entry when it is free or every
-//! [`TAKE_EVERY`] shared counts: a stack hit often soon holds its entry,
-//! and stacks hit in turn that share an entry do not trade it on every
-//! hit.
+//! in a cache of its own, [`PENDING`] entries, and adds an entry's count to
+//! the shared count only when another stack takes the entry. A hit on a
+//! stack that holds its entry writes nothing that another CPU writes. A
+//! stack whose entry another stack holds counts on the shared count, and
+//! takes the entry when it is free or every [`TAKE_EVERY`] shared counts:
+//! a stack hit often soon holds its entry, and stacks hit in turn that
+//! share an entry do not trade it on every hit.
 //!
-//! An entry is one word, the slot number plus one in the high half and the
-//! count in the low half, updated with `this_cpu_cmpxchg()`: an interrupt
-//! or NMI that updates the same entry in the middle of a hit makes the hit's
-//! cmpxchg fail instead of being overwritten, and the hit then counts on the
+//! A stack's entry is picked by [`entry`] from its depth and two of its
+//! frames, which the lookup has at hand before it hashes the stack: a few
+//! instructions, where the hash takes a few per frame. So the entry also
+//! tells the lookup which stack this CPU last counted there: the stack a
+//! CPU records again and again (a syscall loop, a tracepoint hit from one
+//! path) is then compared with that one stack and found without the hash
+//! or the walk of its chain ([`Refs::holder`]).
+//!
+//! An entry is one word: in the high half, the slot number plus one and
+//! check bits of its stack's key, which tell most stacks that share the
+//! entry apart with no look at their records; in the low half, the count.
+//! It is updated with `this_cpu_cmpxchg()`: an interrupt or NMI that
+//! updates the same entry in the middle of a hit makes the hit's cmpxchg
+//! fail instead of being overwritten, and the hit then counts on the
 //! shared count. The cmpxchg is one instruction with no lock prefix on x86,
 //! and an atomic where the architecture's `this_cpu` operations are not
 //! NMI-safe. A caller that moves to another CPU between reading the entry
@@ -50,6 +60,9 @@ use kernel::{
 
 /// Number of entries each CPU keeps.
 pub(crate) const PENDING: usize = 64;
+
+// `entry()` picks an entry by the top bits of a product.
+const _: () = assert!(PENDING.is_power_of_two());
 
 /// A stack takes an entry that another stack holds on every this many
 /// counts added to its shared count.
@@ -107,19 +120,97 @@ fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
     before
 }
 
-/// Returns the high half of the entries that count for `slot`: never 0,
-/// which marks a free entry.
+/// Bits of the slot numbers a table gives: its slots are below `2^24`.
+pub(crate) const SLOT_BITS: u32 = 24;
+
+/// Bits of an entry's tag that hold the slot number plus one.
+const TAG_SLOT: u64 = ((1 << (SLOT_BITS + 1)) - 1) << 32;
+
+/// Bits of an entry's tag that hold the check bits of its stack's key.
+const TAG_CHECK: u64 = !(TAG_SLOT | COUNT);
+
+/// Bits of a key that pick the entry.
+const INDEX_BITS: u32 = PENDING.trailing_zeros();
+
+// Each part of an entry has bits of its own, the check bits included.
+const _: () = assert!(TAG_CHECK != 0 && TAG_CHECK & (TAG_SLOT | COUNT) == 0);
+
+/// Multiplier of [`entry`]: `2^64` over the golden ratio, whose product's
+/// top bits depend on every bit of the value multiplied.
+const ENTRY_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Where each CPU counts a stack: the index of its entry, and check bits
+/// from the same key, which the entry's tag keeps so that most stacks that
+/// share the entry are told apart from its tag alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The index of the entry.
+    pub(crate) index: usize,
+    /// The check bits, in their place in the tag ([`TAG_CHECK`]).
+    check: u64,
+}
+
+/// Returns the entry of each CPU's cache that counts a stack of `depth`
+/// frames whose innermost frame is `first` and whose middle one (at
+/// `depth / 2`) is `middle`, both 0 if the stack has none.
+///
+/// The innermost frame tells the call site of the event; the middle one,
+/// which path led there, which often differs where the innermost frames
+/// are the same (every sched_switch is recorded from `__schedule()`). Two
+/// stacks that share an entry trade it as they are hit (see the module
+/// documentation): a cost, not an error.
 #[inline]
-fn tag(slot: usize) -> u64 {
-    (slot as u64).wrapping_add(1) << 32
+pub(crate) fn entry(depth: usize, first: u64, middle: u64) -> Entry {
+    let key = (first ^ middle.rotate_left(32) ^ depth as u64).wrapping_mul(ENTRY_MUL);
+    Entry {
+        // CAST: The top bits, fewer than 64.
+        index: (key >> (u64::BITS - INDEX_BITS)) as usize,
+        // The bits below them, shifted to the top of the tag.
+        check: (key << INDEX_BITS) & TAG_CHECK,
+    }
+}
+
+/// Returns the high half of the entries that count for `slot`, whose stack
+/// counts in `entry`: never 0, which marks a free entry.
+///
+/// `slot` is below `2^SLOT_BITS`.
+#[inline]
+fn tag(slot: usize, entry: Entry) -> u64 {
+    (((slot as u64).wrapping_add(1) << 32) & TAG_SLOT) | entry.check
+}
+
+/// Returns the slot whose count the entry `word` holds, if it holds one.
+#[inline]
+fn slot_of(word: u64) -> Option<usize> {
+    // CAST: At most `SLOT_BITS + 1` bits.
+    (((word & TAG_SLOT) >> 32) as usize).checked_sub(1)
+}
+
+/// What a CPU's entry held when [`Refs::holder`] read it.
+#[derive(Clone, Copy)]
+pub(crate) struct Held {
+    /// The index of the entry.
+    index: usize,
+    /// The entry, as read.
+    word: u64,
+    /// The slot whose count it holds.
+    slot: usize,
+}
+
+impl Held {
+    /// Returns the slot whose count the entry holds.
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
 }
 
 /// The CPUs' caches of ref counts of a table's stacks.
 ///
 /// # Invariants
 ///
-/// - An entry is 0 or `tag(slot) | count` for a slot of the table, with
-///   `count < SATURATED`.
+/// - An entry is 0 or `tag(slot, entry) | count` for a slot and an
+///   [`Entry`] that [`Refs::hit`] was given since the last
+///   [`Refs::clear`], with `count < SATURATED`.
 /// - An entry counts for a slot only once that slot's shared count was set
 ///   to [`FIRST_COUNT`] in the current generation: only hits, which come
 ///   after the slot's publication, fill entries, and [`Refs::clear`]
@@ -142,20 +233,55 @@ impl Refs {
         possible_cpus().count() * size_of::<[u64; PENDING]>()
     }
 
-    /// Adds one to the count of `slot`, whose stack was found, in `counts`.
+    /// Returns what this CPU's `entry` holds, if it holds the count of a
+    /// slot with the check bits of `entry`: the stack last counted there, a
+    /// likely hit for the next stack whose entry it is.
+    #[inline(always)]
+    pub(crate) fn holder(&self, entry: Entry) -> Option<Held> {
+        let word = self.pending.this_cpu_read(entry.index);
+        if word & TAG_CHECK != entry.check {
+            return None;
+        }
+        let slot = slot_of(word)?;
+        Some(Held {
+            index: entry.index,
+            word,
+            slot,
+        })
+    }
+
+    /// Adds one to the count that [`Refs::holder`] returned, found to be
+    /// that of the stack looked up; returns false, with nothing counted,
+    /// when the entry changed since or has no room left, for the caller
+    /// to count the hit with [`Refs::hit`].
+    #[inline(always)]
+    pub(crate) fn count_held(&self, held: Held) -> bool {
+        // ORDERING: As in `hit()`, the cmpxchg orders nothing, and need not.
+        held.word & COUNT < SATURATED - 1
+            && self
+                .pending
+                .this_cpu_cmpxchg(held.index, held.word, held.word.wrapping_add(1))
+    }
+
+    /// Adds one to the count of `slot`, whose stack was found, in `counts`;
+    /// `entry` is the stack's ([`entry`]).
+    ///
+    /// `slot` must be that of a stack published in the current generation:
+    /// the entry may take it, and a lookup then reads the record of the
+    /// slot that [`Refs::holder`] finds there.
     ///
     /// Always inlined into the lookup, like the rest of a hit.
     #[inline(always)]
-    pub(crate) fn hit(&self, counts: &impl SharedCounts, slot: usize) {
+    pub(crate) fn hit(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) {
         let Some(shared) = counts.shared(slot) else {
             return;
         };
-        let index = slot % PENDING;
+        let index = entry.index;
         let old = self.pending.this_cpu_read(index);
         // Whether the entry is this stack's and has room for one more
         // count, in one compare: the tag's low half is 0, so the xor is the
         // count if the entry is the stack's, and at least 2^32 otherwise.
-        if old ^ tag(slot) < SATURATED - 1 {
+        if old ^ tag(slot, entry) < SATURATED - 1 {
             // ORDERING: `this_cpu_cmpxchg()` orders nothing, and need not:
             // the entry publishes nothing; a count that leaves it is ordered
             // by the Release in `add_shared()`.
@@ -184,38 +310,39 @@ impl Refs {
         if old == 0 || before.wrapping_add(1) % TAKE_EVERY == 0 {
             // ORDERING: Unordered, as above; the count it takes leaves with
             // the Release in `add_shared()`.
-            if self.pending.this_cpu_cmpxchg(index, old, tag(slot)) {
+            if self.pending.this_cpu_cmpxchg(index, old, tag(slot, entry)) {
                 self.flush(counts, old);
             }
         }
     }
 
-    /// Moves the count of `entry`, just taken from a CPU's cache, to the
-    /// shared count of its slot.
+    /// Moves the count of the entry `word`, just taken from a CPU's cache,
+    /// to the shared count of its slot.
     #[inline]
-    fn flush(&self, counts: &impl SharedCounts, entry: u64) {
-        let Some(slot) = ((entry >> 32) as usize).checked_sub(1) else {
+    fn flush(&self, counts: &impl SharedCounts, word: u64) {
+        let Some(slot) = slot_of(word) else {
             return;
         };
         if let Some(shared) = counts.shared(slot) {
-            add_shared(shared, entry & COUNT);
+            add_shared(shared, word & COUNT);
         }
     }
 
-    /// Returns the count of `slot`, whose shared count is in `counts`.
+    /// Returns the count of `slot`, whose shared count is in `counts` and
+    /// whose stack counts in `entry`.
     ///
     /// Exact when no recorder is counting; otherwise it may miss the hits
     /// in flight, and never counts one twice.
-    pub(crate) fn read(&self, counts: &impl SharedCounts, slot: usize) -> u64 {
+    pub(crate) fn read(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) -> u64 {
         // ORDERING: Acquire pairs with the Release in `add_shared()`, and
         // keeps the loads of the entries below after this one.
         let shared = counts
             .shared(slot)
             .map_or(0, |shared| shared.load(Acquire) >> SHARED_SHIFT);
         possible_cpus()
-            .map(|cpu| self.pending.read(cpu, slot % PENDING))
-            .filter(|&entry| entry & !COUNT == tag(slot))
-            .fold(shared, |sum, entry| sum + (entry & COUNT))
+            .map(|cpu| self.pending.read(cpu, entry.index))
+            .filter(|&word| word & !COUNT == tag(slot, entry))
+            .fold(shared, |sum, word| sum + (word & COUNT))
             .min(SATURATED)
     }
 

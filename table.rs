@@ -31,6 +31,12 @@
 //! not yet published reports [`Fallback::Busy`] instead of spinning: from
 //! NMI, the insert in flight may be the one it interrupted.
 //!
+//! A lookup first tries the stack that its CPU last counted in the stack's
+//! entry of the ref count cache ([`refs::entry`]), which needs no hash: the
+//! stack recorded again and again on a CPU is found there, compared in full
+//! like any other. The entries hold only stacks published in the current
+//! generation.
+//!
 //! Readers find a record from its slot, named by a cookie, or walk the
 //! records in slot order by their depths ([`Table::next_published`]); a
 //! header that is still 0 is a record being written, whose length is not
@@ -48,7 +54,7 @@ use crate::{
     platform::{
         cpu_relax, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
     },
-    refs::{Refs, SharedCounts, FIRST_COUNT},
+    refs::{self, Entry, Refs, SharedCounts, FIRST_COUNT},
 };
 use kernel::prelude::*;
 
@@ -83,6 +89,8 @@ const PUBLISHED: u64 = 1 << 31;
 const _: () =
     assert!((1 << BITS_MAX) * (DESIGN_DEPTH + HEADER_WORDS) + HEADER_WORDS <= 1 << NEXT_BITS);
 const _: () = assert!(MAX_DEPTH as u64 <= DEPTH_MASK);
+// And the ref count caches take every slot.
+const _: () = assert!(NEXT_BITS <= refs::SLOT_BITS);
 const _: () = assert!(DEPTH_MASK << NEXT_BITS < PUBLISHED);
 
 /// Bit of [`Table::state`] set while a reset runs: the gate is closed.
@@ -163,6 +171,23 @@ fn same(stored: &[u64], frames: &[usize]) -> bool {
             == 0
 }
 
+/// Returns whether the frames `stored` in a record are `frames`, as
+/// [`same`] does, but with a loop that branches on every frame: inlined
+/// into the entry point ftrace calls, it needs fewer registers, where the
+/// unrolled loop of [`same`] would spill to the stack.
+#[inline(always)]
+fn same_in_line(stored: &[u64], frames: &[usize]) -> bool {
+    stored.len() == frames.len() && stored.iter().zip(frames).all(|(&s, &f)| s == f as u64)
+}
+
+/// Returns the entry of the CPUs' ref count caches of the stack `frames`
+/// ([`refs::entry`]); `word` reads a frame.
+#[inline(always)]
+fn entry_of<T: Copy>(frames: &[T], word: impl Fn(T) -> u64) -> Entry {
+    let frame = |i: usize| frames.get(i).map_or(0, |&f| word(f));
+    refs::entry(frames.len(), frame(0), frame(frames.len() / 2))
+}
+
 /// What a walk along a chain found.
 enum Walk {
     /// The published record in this slot holds the stack.
@@ -192,7 +217,8 @@ impl Record<'_> {
     ///
     /// Adds up every CPU's count, so only readers that show it call it.
     pub(crate) fn refs(&self) -> u64 {
-        self.refs.read(&self.headers, self.slot)
+        self.refs
+            .read(&self.headers, self.slot, entry_of(self.frames, |f| f))
     }
 
     /// Returns the number of frames.
@@ -233,8 +259,9 @@ impl Headers<'_> {
     ///
     /// Any word of the arena may be viewed as a header: a reader only does
     /// so for the slots that [`Table::slot`] and [`Table::next_published`]
-    /// are given under their safety requirements, or that a walk reaches by
-    /// the records' depths, an inserter for the header it reserved.
+    /// are given under their safety requirements, that a walk reaches by
+    /// the records' depths or that a CPU's ref count entry holds, an
+    /// inserter for the header it reserved.
     #[inline]
     fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
         let word = self.0.get(slot)?;
@@ -378,8 +405,9 @@ impl<H: StackHash> Table<H> {
     /// clears the table.
     ///
     /// Always inlined: outside the tests its one caller is the entry point
-    /// ftrace calls for every recorded stack, and the insertion it would
-    /// otherwise drag along is kept out of line in `insert()`.
+    /// ftrace calls for every recorded stack. Only the stack found in its
+    /// CPU's entry is handled inline; the hash, the walk and the insertion
+    /// are out of line in `find_or_insert()`.
     #[inline(always)]
     pub(crate) fn lookup_or_insert(
         &self,
@@ -394,6 +422,29 @@ impl<H: StackHash> Table<H> {
         if frames.len() > MAX_DEPTH {
             return Err(Fallback::Depth);
         }
+        // The stack this CPU last counted in the stack's entry first: most
+        // often the stack itself, found without hashing it.
+        let entry = entry_of(frames, |f| f as u64);
+        if let Some(held) = self.refs.holder(entry) {
+            if self.holds(held.slot(), frames) && self.refs.count_held(held) {
+                return Ok(Found::Hit(Cookie::new(generation, held.slot() as u32)));
+            }
+        }
+        self.find_or_insert(frames, generation, entry)
+    }
+
+    /// Returns the cookie of `frames`, in their chain or inserted there, in
+    /// `generation`; `entry` is the stack's in the ref count caches.
+    ///
+    /// Out of line: the stack a CPU records again and again is found before
+    /// (see `lookup_or_insert()`), with fewer registers than the walk needs.
+    #[inline(never)]
+    fn find_or_insert(
+        &self,
+        frames: &[usize],
+        generation: u32,
+        entry: Entry,
+    ) -> Result<Found, Fallback> {
         let hash = self.hash.hash(frames);
         let Some(bucket) = self.buckets.get(bucket(hash, self.bits())) else {
             return Err(Fallback::Full);
@@ -404,13 +455,35 @@ impl<H: StackHash> Table<H> {
         let head = bucket.load(Acquire) as usize;
         match self.walk(head, 0, MAX_PROBE, frames) {
             Walk::Found(slot) => {
-                self.refs.hit(&self.headers(), slot);
+                self.refs.hit(&self.headers(), slot, entry);
                 Ok(Found::Hit(Cookie::new(generation, slot as u32)))
             }
             Walk::Busy => Err(Fallback::Busy),
             Walk::TooLong => Err(Fallback::Full),
-            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation),
+            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation, entry),
         }
+    }
+
+    /// Returns whether the record in `slot`, whose count a CPU's entry
+    /// holds, is published and holds `frames`.
+    ///
+    /// Called in the critical section of a lookup that found the gate open:
+    /// the entries hold only slots of records published in the current
+    /// generation ([`Refs::hit`] is given no other), and a reset empties
+    /// them before the next one.
+    #[inline(always)]
+    fn holds(&self, slot: usize, frames: &[usize]) -> bool {
+        let Some(header) = self.published(slot) else {
+            return false;
+        };
+        if depth(header) != frames.len() {
+            return false;
+        }
+        // SAFETY: `slot` starts a record of the current generation (see
+        // above), whose gate the caller found open in its critical section,
+        // and `published()` saw it published with an Acquire load.
+        unsafe { self.frames(slot, frames.len()) }
+            .is_some_and(|stored| same_in_line(stored, frames))
     }
 
     /// Walks at most `limit` records of a chain, from slot `from` to slot
@@ -464,8 +537,7 @@ impl<H: StackHash> Table<H> {
     /// A chain holds at most [`MAX_PROBE`] records, so that a lookup reaches
     /// every one of them.
     ///
-    /// Out of line: a stack is inserted once and then hit many times, and
-    /// the hit path stays small enough to inline into the recorder's call.
+    /// Out of line: a stack is inserted once and then hit many times.
     #[inline(never)]
     fn insert(
         &self,
@@ -474,6 +546,7 @@ impl<H: StackHash> Table<H> {
         mut len: usize,
         frames: &[usize],
         generation: u32,
+        entry: Entry,
     ) -> Result<Found, Fallback> {
         if len >= MAX_PROBE {
             return Err(Fallback::Full);
@@ -519,7 +592,7 @@ impl<H: StackHash> Table<H> {
                         // The space reserved stays unused: the stack is linked
                         // once, by whoever linked first.
                         Walk::Found(found) => {
-                            self.refs.hit(&headers, found);
+                            self.refs.hit(&headers, found, entry);
                             return Ok(Found::Hit(Cookie::new(generation, found as u32)));
                         }
                         Walk::Busy => return Err(Fallback::Busy),
@@ -645,7 +718,10 @@ impl<H: StackHash> Table<H> {
             .get(bucket(hash, self.bits()))
             .ok_or(Fallback::Full)?;
         match self.walk(head, 0, MAX_PROBE, frames) {
-            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation),
+            Walk::Missing(len) => {
+                let entry = entry_of(frames, |f| f as u64);
+                self.insert(bucket, head, len, frames, generation, entry)
+            }
             _ => Err(Fallback::Full),
         }
     }

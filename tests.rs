@@ -11,7 +11,7 @@ mod cases {
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
-        refs::{Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED},
+        refs::{self, Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED},
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
@@ -173,6 +173,43 @@ mod cases {
         assert_eq!(refs(&map, first.cookie()), Some(6));
     }
 
+    #[test]
+    fn stacks_that_share_an_entry_are_told_apart() {
+        let map = map(BITS_MIN);
+        let key = |s: &[usize]| refs::entry(s.len(), s[0] as u64, s[s.len() / 2] as u64);
+        // `b` has the depth, the innermost and the middle frame of `a`:
+        // their key is the same, and only a compare in full tells them
+        // apart. `c` has the entry of `a` with other check bits, `d` an
+        // entry of its own. Once hit, `a` holds the entry on this CPU.
+        let a = stack(1, 8);
+        let mut b = stack(1, 8);
+        b[7] += 4;
+        let find = |same_index: bool| {
+            (1..)
+                .map(|i| {
+                    let mut s = stack(1, 8);
+                    s[0] += 8 * i;
+                    s
+                })
+                .find(|s| (key(s).index == key(&a).index) == same_index && key(s) != key(&a))
+                .expect("a stack")
+        };
+        let (c, d) = (find(true), find(false));
+        assert_eq!(key(&a), key(&b));
+        let stacks = [&a, &b, &c, &d];
+        let cookies = stacks.map(|s| lookup(&map, s).expect("insert").cookie());
+        for _ in 0..3 {
+            for (s, &cookie) in stacks.iter().zip(&cookies) {
+                assert_eq!(lookup(&map, s), Ok(Found::Hit(cookie)));
+            }
+        }
+        assert_eq!(map.table().entries(), 4);
+        for (s, cookie) in stacks.iter().zip(cookies) {
+            assert_eq!(resolve(&map, cookie).expect("resolves")[..], s[..]);
+            assert_eq!(refs(&map, cookie), Some(4));
+        }
+    }
+
     /// Shared counts kept apart from any table, one word per slot, with
     /// the low halves set, as a table's headers have them.
     struct Counts(KVec<Atomic<u64>>);
@@ -211,48 +248,51 @@ mod cases {
     fn ref_counts_add_up_when_stacks_take_each_others_entries() {
         let refs = Refs::new().expect("alloc");
         let counts = Counts::new(4 * PENDING);
-        // Two slots that share each CPU's entry, hit in turn: `a` takes the
-        // free entry, `b` counts on its shared count until it has counted
-        // enough there to take the entry, then `a` does, and so on.
-        let (a, b) = (3, 3 + PENDING);
+        // Two slots that share each CPU's entry `e`, hit in turn: `a` takes
+        // the free entry, `b` counts on its shared count until it has
+        // counted enough there to take the entry, then `a` does, and so on.
+        let (a, b, e) = (3, 3 + PENDING, refs::entry(1, 2, 3));
+        let f = refs::entry(1, 2, 4);
+        assert_ne!(e, f);
         counts.set_first(a);
         counts.set_first(b);
         for _ in 0..300 {
-            refs.hit(&counts, a);
-            refs.hit(&counts, b);
+            refs.hit(&counts, a, e);
+            refs.hit(&counts, b, e);
         }
         for _ in 0..5 {
-            refs.hit(&counts, a);
+            refs.hit(&counts, a, e);
         }
-        assert_eq!(refs.read(&counts, a), 306);
-        assert_eq!(refs.read(&counts, b), 301);
+        assert_eq!(refs.read(&counts, a, e), 306);
+        assert_eq!(refs.read(&counts, b, e), 301);
         // A slot that shares no entry with them counts apart.
         counts.set_first(a + 1);
-        assert_eq!(refs.read(&counts, a + 1), 1);
+        assert_eq!(refs.read(&counts, a + 1, f), 1);
         assert!(counts.lows_intact());
         // A reset empties the entries: the next stack in slot `a` starts
         // from its own first count, whatever the old one left behind.
         refs.clear();
         counts.set_first(a);
-        assert_eq!(refs.read(&counts, a), 1);
-        refs.hit(&counts, a);
-        assert_eq!(refs.read(&counts, a), 2);
+        assert_eq!(refs.read(&counts, a, e), 1);
+        refs.hit(&counts, a, e);
+        assert_eq!(refs.read(&counts, a, e), 2);
     }
 
     #[test]
     fn ref_counts_saturate() {
         let refs = Refs::new().expect("alloc");
-        let (slot, other) = (1, 1 + PENDING);
+        // Two slots that share each CPU's entry `e`.
+        let (slot, other, e) = (1, 1 + PENDING, refs::entry(1, 2, 3));
         let counts = Counts::new(other + 1);
         // `other` takes the CPU's entry that `slot` would use, so that the
         // hits below count on `slot`'s shared count, which is full.
         counts.set_first(other);
-        refs.hit(&counts, other);
+        refs.hit(&counts, other, e);
         counts.0[slot].store((SATURATED << 32) | Counts::LOW, Relaxed);
         for _ in 0..10 {
-            refs.hit(&counts, slot);
+            refs.hit(&counts, slot, e);
         }
-        assert_eq!(refs.read(&counts, slot), SATURATED);
+        assert_eq!(refs.read(&counts, slot, e), SATURATED);
         assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
         assert!(counts.lows_intact());
 
@@ -264,13 +304,13 @@ mod cases {
         counts.set_first(other);
         let pin = KBox::pin_init(new_spinlock!(()), GFP_KERNEL).expect("alloc");
         let on_one_cpu = pin.lock();
-        refs.hit(&counts, slot);
-        refs.hit(&counts, other);
-        refs.hit(&counts, other);
+        refs.hit(&counts, slot, e);
+        refs.hit(&counts, other, e);
+        refs.hit(&counts, other, e);
         drop(on_one_cpu);
         assert_eq!(counts.0[other].load(Relaxed) >> 32, 2);
-        assert_eq!(refs.read(&counts, other), 3);
-        assert_eq!(refs.read(&counts, slot), SATURATED);
+        assert_eq!(refs.read(&counts, other, e), 3);
+        assert_eq!(refs.read(&counts, slot, e), SATURATED);
     }
 
     #[test]
@@ -910,11 +950,12 @@ mod cases {
         assert_eq!(table.entries(), copies.iter().sum::<u32>() as usize);
     }
 
-    /// Measures the map's own cost per hit and per insert at depths 8, 16
-    /// and 32 (read by `make bench`), and checks that every timed lookup
-    /// had the expected outcome. Each depth runs twice on fresh maps and
-    /// the second run is reported, so that the first one warms the caches
-    /// (and, under emulation, the translated code).
+    /// Measures the map's own cost per hit (of stacks in turn, and of one
+    /// stack again) and per insert at depths 8, 16 and 32 (read by `make
+    /// bench`), and checks that every timed lookup had the expected
+    /// outcome. Each depth runs twice on fresh maps and the second run is
+    /// reported, so that the first one warms the caches (and, under
+    /// emulation, the translated code).
     #[test]
     fn lookup_cost_per_hit_and_insert() {
         const OPS: usize = 4096;
@@ -923,31 +964,35 @@ mod cases {
             for id in 0..OPS {
                 stacks.push(stack(id, depth), GFP_KERNEL).expect("alloc");
             }
-            let mut costs = (0, 0);
+            let mut costs = (0, 0, 0);
             for _ in 0..2 {
                 let map = map(crate::DEFAULT_BITS);
                 let rcu = rcu::read_lock();
-                // Times one pass over the stacks; counts the wanted outcomes.
-                let pass = |want: fn(&Found) -> bool| {
+                // Times `OPS` lookups, of every stack in turn or of the first
+                // one again and again; counts the wanted outcomes.
+                let pass = |in_turn: bool, want: fn(&Found) -> bool| {
                     let start = Instant::<Monotonic>::now();
-                    let n = stacks
-                        .iter()
-                        .filter(|s| {
+                    let n = (0..OPS)
+                        .filter(|&i| {
+                            let s = &stacks[if in_turn { i } else { 0 }];
                             map.lookup(s, ReadSection::new(&rcu))
                                 .is_ok_and(|f| want(&f))
                         })
                         .count();
                     (n, start.elapsed().as_nanos() / OPS as i64)
                 };
-                let (inserted, insert_ns) = pass(|f| matches!(f, Found::Inserted(_)));
-                let (hits, hit_ns) = pass(|f| matches!(f, Found::Hit(_)));
-                assert_eq!((inserted, hits), (OPS, OPS));
-                costs = (hit_ns, insert_ns);
+                let (inserted, insert_ns) = pass(true, |f| matches!(f, Found::Inserted(_)));
+                let (hits, hit_ns) = pass(true, |f| matches!(f, Found::Hit(_)));
+                // Found through the CPU's entry: the stack recorded last.
+                let (again, again_ns) = pass(false, |f| matches!(f, Found::Hit(_)));
+                assert_eq!((inserted, hits, again), (OPS, OPS, OPS));
+                costs = (hit_ns, again_ns, insert_ns);
             }
             pr_info!(
-                "stackmap_bench: depth {depth} hit_ns {} insert_ns {}\n",
+                "stackmap_bench: depth {depth} hit_ns {} again_ns {} insert_ns {}\n",
                 costs.0,
-                costs.1
+                costs.1,
+                costs.2
             );
         }
     }
