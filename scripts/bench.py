@@ -304,8 +304,9 @@ def main():
         print()
         print(f"Natively on this machine's CPU ({cpu_model()}; host/ builds the")
         print("kernel's table, hash and counters for it), ns per recorded stack: the copy")
-        print("the map saves, and what it does instead (hash; lookup = hash, probe, compare,")
-        print("ref count; record = lookup, counter, cookie write)")
+        print("the map saves, and what it does instead (hash; lookup = the CPU's entry, or")
+        print("hash and probe, then compare and ref count; record = lookup, counter, cookie")
+        print("write)")
         print(f"  {'depth':>5}  {'stacks':16} {'copy':>6} {'hash':>6} {'lookup':>7} "
               f"{'record':>7}  {'record/copy':>11}")
         for depth in (4, 8, 16, 32):

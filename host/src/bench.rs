@@ -3,8 +3,9 @@
 //! Times, per recorded stack, what the stackmap adds against what it saves.
 //!
 //! Without the map, a stack's frames are copied into the ring buffer. With
-//! it, the stack is hashed and looked up (a hit), the hit is counted, and
-//! an 8-byte cookie is written instead. Everything else on the recording
+//! it, the stack is looked up (a hit: found through its CPU's ref count
+//! entry, or hashed and found in its chain), the hit is counted, and an
+//! 8-byte cookie is written instead. Everything else on the recording
 //! path is the same either way and is left out: unwinding, reserving and
 //! committing the event. The copy is `rep movsb`, as the kernel's memcpy()
 //! on CPUs with fast short `rep movsb` (`fsrm` in /proc/cpuinfo), into a
