@@ -247,11 +247,12 @@ mod cases {
     #[test]
     fn ref_counts_add_up_when_stacks_take_each_others_entries() {
         let refs = Refs::new().expect("alloc");
-        let counts = Counts::new(4 * PENDING);
-        // Two slots that share each CPU's entry `e`, hit in turn: `a` takes
-        // the free entry, `b` counts on its shared count until it has
-        // counted enough there to take the entry, then `a` does, and so on.
-        let (a, b, e) = (3, 3 + PENDING, refs::entry(1, 2, 3));
+        let counts = Counts::new(8);
+        // Two slots whose stacks share each CPU's entry `e`, hit in turn:
+        // `a` takes the free entry, `b` counts on its shared count until it
+        // has counted enough there to take the entry, then `a` does, and so
+        // on.
+        let (a, b, e) = (3, 5, refs::entry(1, 2, 3));
         let f = refs::entry(1, 2, 4);
         assert_ne!(e, f);
         counts.set_first(a);
@@ -281,8 +282,8 @@ mod cases {
     #[test]
     fn ref_counts_saturate() {
         let refs = Refs::new().expect("alloc");
-        // Two slots that share each CPU's entry `e`.
-        let (slot, other, e) = (1, 1 + PENDING, refs::entry(1, 2, 3));
+        // Two slots whose stacks share each CPU's entry `e`.
+        let (slot, other, e) = (1, 2, refs::entry(1, 2, 3));
         let counts = Counts::new(other + 1);
         // `other` takes the CPU's entry that `slot` would use, so that the
         // hits below count on `slot`'s shared count, which is full.
