@@ -107,11 +107,30 @@ impl<H: StackHash> StackMap<H> {
     /// The RCU read-side critical section `rcu` is what a reset waits for
     /// before it clears the table.
     ///
-    /// Always inlined, like [`Table::lookup_or_insert`]: it is the whole of
-    /// the entry point ftrace calls for every recorded stack.
+    /// Always inlined: it is the whole of the entry point ftrace calls for
+    /// every recorded stack. Only the stack found in its CPU's ref count
+    /// cache is handled inline ([`Table::lookup_held`]); the hash, the walk
+    /// and the insert are out of line in [`StackMap::lookup_hashed`].
     #[inline(always)]
     pub(crate) fn lookup(&self, frames: &[usize], rcu: ReadSection<'_>) -> Result<Found, Fallback> {
-        let outcome = self.table.lookup_or_insert(frames, rcu);
+        match self.table.lookup_held(frames, rcu) {
+            Some(cookie) => {
+                let found = Found::Hit(cookie);
+                self.stats.count(&Ok(found));
+                Ok(found)
+            }
+            None => self.lookup_hashed(frames, rcu),
+        }
+    }
+
+    /// Returns the cookie of `frames`, found in their chain or inserted,
+    /// and counts the outcome: the rest of [`StackMap::lookup`].
+    ///
+    /// Out of line, with the registers the walk needs, so that the fast
+    /// path saves only those it needs itself.
+    #[inline(never)]
+    fn lookup_hashed(&self, frames: &[usize], rcu: ReadSection<'_>) -> Result<Found, Fallback> {
+        let outcome = self.table.lookup_hashed(frames, rcu);
         self.stats.count(&outcome);
         outcome
     }

@@ -397,19 +397,44 @@ impl<H: StackHash> Table<H> {
         Headers(&self.arena)
     }
 
-    /// Returns the cookie of `frames`, inserting the stack if it is new.
+    /// Returns the cookie of `frames` if the entry of this CPU's ref count
+    /// cache that counts the stack holds its count, and counts the hit
+    /// there; `None` if the entry holds another stack's count or none, or
+    /// could not count the hit: [`Table::lookup_hashed`] then looks the
+    /// stack up.
+    ///
+    /// The stack a CPU records is most often the one it recorded before:
+    /// this finds it with a few instructions to pick the entry and one
+    /// record to compare, with no hash and no walk. Always inlined into the
+    /// entry point ftrace calls for every recorded stack, whose fast path
+    /// it is.
     ///
     /// Never sleeps, never allocates and never waits for another CPU, so it
-    /// may run in any context, NMI included. The critical section `_rcu`
-    /// (preemption disabled counts) is what a reset waits for before it
-    /// clears the table.
-    ///
-    /// Always inlined: outside the tests its one caller is the entry point
-    /// ftrace calls for every recorded stack. Only the stack found in its
-    /// CPU's entry is handled inline; the hash, the walk and the insertion
-    /// are out of line in `find_or_insert()`.
+    /// may run in any context, NMI included, as [`Table::lookup_hashed`]
+    /// does. The critical section `_rcu` (preemption disabled counts) is
+    /// what a reset waits for before it clears the table.
     #[inline(always)]
-    pub(crate) fn lookup_or_insert(
+    pub(crate) fn lookup_held(&self, frames: &[usize], _rcu: ReadSection<'_>) -> Option<Cookie> {
+        // The gate first: a hit counts in the generation it found open. No
+        // check of the depth: a stack deeper than any record is held by
+        // none.
+        let generation = self.open()?;
+        let held = self.refs.holder(entry_of(frames, |f| f as u64))?;
+        (self.holds(held.slot(), frames) && self.refs.count_held(held))
+            .then(|| Cookie::new(generation, held.slot() as u32))
+    }
+
+    /// Returns the cookie of `frames`, found in their chain or inserted
+    /// there: the lookup of a stack that [`Table::lookup_held`] did not
+    /// find.
+    ///
+    /// Lock-free, and safe in any context, as [`Table::lookup_held`] is.
+    /// It checks the gate again, and picks the stack's entry again, rather
+    /// than take them from `lookup_held()`: both take a few instructions,
+    /// and the entry point ftrace calls keeps this part out of line, where
+    /// the walk's registers do not weigh on its fast path.
+    #[inline]
+    pub(crate) fn lookup_hashed(
         &self,
         frames: &[usize],
         _rcu: ReadSection<'_>,
@@ -422,29 +447,6 @@ impl<H: StackHash> Table<H> {
         if frames.len() > MAX_DEPTH {
             return Err(Fallback::Depth);
         }
-        // The stack this CPU last counted in the stack's entry first: most
-        // often the stack itself, found without hashing it.
-        let entry = entry_of(frames, |f| f as u64);
-        if let Some(held) = self.refs.holder(entry) {
-            if self.holds(held.slot(), frames) && self.refs.count_held(held) {
-                return Ok(Found::Hit(Cookie::new(generation, held.slot() as u32)));
-            }
-        }
-        self.find_or_insert(frames, generation, entry)
-    }
-
-    /// Returns the cookie of `frames`, in their chain or inserted there, in
-    /// `generation`; `entry` is the stack's in the ref count caches.
-    ///
-    /// Out of line: the stack a CPU records again and again is found before
-    /// (see `lookup_or_insert()`), with fewer registers than the walk needs.
-    #[inline(never)]
-    fn find_or_insert(
-        &self,
-        frames: &[usize],
-        generation: u32,
-        entry: Entry,
-    ) -> Result<Found, Fallback> {
         let hash = self.hash.hash(frames);
         let Some(bucket) = self.buckets.get(bucket(hash, self.bits())) else {
             return Err(Fallback::Full);
@@ -453,6 +455,7 @@ impl<H: StackHash> Table<H> {
         // chain's first record in `insert()`; every cmpxchg of the bucket is
         // one, so the records linked before it are visible too.
         let head = bucket.load(Acquire) as usize;
+        let entry = entry_of(frames, |f| f as u64);
         match self.walk(head, 0, MAX_PROBE, frames) {
             Walk::Found(slot) => {
                 self.refs.hit(&self.headers(), slot, entry);
@@ -473,6 +476,11 @@ impl<H: StackHash> Table<H> {
     /// them before the next one.
     #[inline(always)]
     fn holds(&self, slot: usize, frames: &[usize]) -> bool {
+        // The bounds of the frames first: the header, just before them,
+        // then needs no check of its own.
+        let Some(words) = self.frame_words(slot, frames.len()) else {
+            return false;
+        };
         let Some(header) = self.published(slot) else {
             return false;
         };
@@ -481,9 +489,10 @@ impl<H: StackHash> Table<H> {
         }
         // SAFETY: `slot` starts a record of the current generation (see
         // above), whose gate the caller found open in its critical section,
-        // and `published()` saw it published with an Acquire load.
-        unsafe { self.frames(slot, frames.len()) }
-            .is_some_and(|stored| same_in_line(stored, frames))
+        // and `published()` saw it published with an Acquire load: its
+        // frames were written before, and no reset can let an inserter
+        // reuse them before the critical section ends.
+        same_in_line(unsafe { Word::values(words) }, frames)
     }
 
     /// Walks at most `limit` records of a chain, from slot `from` to slot
@@ -584,7 +593,7 @@ impl<H: StackHash> Table<H> {
                     return Ok(Found::Inserted(Cookie::new(generation, slot as u32)));
                 }
                 Err(_) => {
-                    // ORDERING: Acquire, as in `lookup_or_insert()`, to see
+                    // ORDERING: Acquire, as in `lookup_hashed()`, to see
                     // the records linked meanwhile; the failed cmpxchg
                     // orders nothing.
                     let current = bucket.load(Acquire) as usize;

@@ -22,6 +22,7 @@
 use crate::{
     cookie::FIRST_GENERATION,
     hash::{SeededHash, StackHash},
+    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     stats::Stats,
     table::{Found, Table},
@@ -166,12 +167,12 @@ impl Recorder<'_> {
             }
             Mode::Lookup => {
                 let rcu = rcu_read_lock();
-                let _ = black_box(self.table.lookup_or_insert(stack, ReadSection::new(&rcu)));
+                let _ = black_box(lookup_or_insert(self.table, stack, ReadSection::new(&rcu)));
             }
             Mode::Record => {
                 // As StackMap::lookup() and trace_stackmap_record() do.
                 let rcu = rcu_read_lock();
-                let outcome = self.table.lookup_or_insert(stack, ReadSection::new(&rcu));
+                let outcome = lookup_or_insert(self.table, stack, ReadSection::new(&rcu));
                 self.stats.count(&outcome);
                 let Ok(Found::Hit(cookie)) = outcome else {
                     panic!("a timed lookup did not hit");
@@ -260,7 +261,7 @@ pub(crate) fn run() {
             {
                 let rcu = rcu_read_lock();
                 for stack in &stacks {
-                    let found = table.lookup_or_insert(stack, ReadSection::new(&rcu));
+                    let found = lookup_or_insert(&table, stack, ReadSection::new(&rcu));
                     assert!(matches!(found, Ok(Found::Inserted(_))));
                 }
             }

@@ -44,6 +44,24 @@ mod reuse;
 #[cfg(test)]
 mod stress;
 
+use hash::StackHash;
+use platform::ReadSection;
+use table::{Fallback, Found, Table};
+
+/// Looks `frames` up in `table`, or inserts them, as the kernel's
+/// `StackMap::lookup()` does, without its counters: in the CPU's ref count
+/// cache first, then in the stack's chain.
+pub(crate) fn lookup_or_insert<H: StackHash>(
+    table: &Table<H>,
+    frames: &[usize],
+    rcu: ReadSection<'_>,
+) -> Result<Found, Fallback> {
+    match table.lookup_held(frames, rcu) {
+        Some(cookie) => Ok(Found::Hit(cookie)),
+        None => table.lookup_hashed(frames, rcu),
+    }
+}
+
 fn main() {
     bench::run();
 }

@@ -16,6 +16,7 @@
 use crate::{
     cookie::{next_generation, Cookie, FIRST_GENERATION},
     hash::SeededHash,
+    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     reuse::resolve,
     table::{Fallback, Table, BITS_MIN},
@@ -100,7 +101,7 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                         let id = i % STACKS;
                         let section = Section::enter(counter);
                         let rcu = rcu_read_lock();
-                        match table.lookup_or_insert(&stack(id), ReadSection::new(&rcu)) {
+                        match lookup_or_insert(table, &stack(id), ReadSection::new(&rcu)) {
                             Ok(found) => {
                                 cookies += 1;
                                 got.push((found.cookie(), id));

@@ -11,6 +11,7 @@
 use crate::{
     cookie::{next_generation, Cookie, FIRST_GENERATION},
     hash::SeededHash,
+    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     table::{Found, Table, BITS_MIN},
 };
@@ -27,7 +28,7 @@ fn insert_all(table: &Table<SeededHash>, n: usize, tag: usize) -> Vec<Cookie> {
     let rcu = rcu_read_lock();
     (0..n)
         .map(|id| {
-            match table.lookup_or_insert(&stack(id, 1 + id % 8, tag), ReadSection::new(&rcu)) {
+            match lookup_or_insert(table, &stack(id, 1 + id % 8, tag), ReadSection::new(&rcu)) {
                 Ok(Found::Inserted(cookie)) => cookie,
                 other => panic!("stack {id}: {other:?}"),
             }

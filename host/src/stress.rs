@@ -13,6 +13,7 @@
 use crate::{
     cookie::FIRST_GENERATION,
     hash::{SeededHash, StackHash},
+    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
 };
@@ -108,7 +109,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                             let frames = stack(id, 1 + id % 12);
                             let rcu = rcu_read_lock();
                             let cookie =
-                                match table.lookup_or_insert(&frames, ReadSection::new(&rcu)) {
+                                match lookup_or_insert(table, &frames, ReadSection::new(&rcu)) {
                                     Ok(found) => found.cookie().to_raw(),
                                     // The insert in flight on another CPU.
                                     Err(Fallback::Busy) => continue,
@@ -198,9 +199,7 @@ fn walk_waits_for_a_record_being_written() {
     let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(0)).expect("table");
     let insert = |id: usize| {
         let rcu = rcu_read_lock();
-        table
-            .lookup_or_insert(&stack(id, 1 + id % 12), ReadSection::new(&rcu))
-            .expect("insert");
+        lookup_or_insert(&table, &stack(id, 1 + id % 12), ReadSection::new(&rcu)).expect("insert");
     };
     // A record published after one still being written: the walk must
     // neither stop at the unwritten one nor guess its length.
