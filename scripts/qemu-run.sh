@@ -3,11 +3,13 @@
 #
 # Boot the kernel under QEMU with the base initramfs plus one command, and
 # exit with the guest command's status.  A guest that panics, hangs past
-# TIMEOUT or never prints the exit marker fails, showing its last lines.
+# TIMEOUT or never prints the exit marker fails, showing its last lines;
+# one that hangs also shows where its CPUs were (LOG.regs: all registers).
 #
 # Environment: QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE (from arch/*/arch.mk),
 # KERNEL, INITRAMFS, BUILD, and optionally CMD (empty: interactive shell),
 # TIMEOUT (seconds), APPEND (extra kernel command line), LOG (console copy),
+# OBJ and LLVM_SUFFIX (for the symbols of a hung guest's CPUs),
 # TCG_THREAD (single or multi), ICOUNT (a shift: under TCG, the guest
 # clock counts executed instructions, 2^shift ns each, instead of host
 # time; make bench sets 0).
@@ -89,11 +91,29 @@ if [ "$INTERACTIVE" = 1 ]; then
 	exit $?
 fi
 
+# A guest still running at TIMEOUT is asked through QEMU's monitor where
+# its CPUs are, then stopped (scripts/qemu-hang.py); timeout(1) stops a
+# QEMU whose monitor does not answer.
+rm -f "$LOG.regs"
+symbols=()
+nm=llvm-nm${LLVM_SUFFIX-}
+if [ -n "${OBJ-}" ] && [ -f "$OBJ/vmlinux" ] && command -v "$nm" >/dev/null; then
+	symbols=("$OBJ/vmlinux" "$nm")
+fi
+python3 "$(dirname "$0")/qemu-hang.py" "$run_dir/qemu.pid" "$run_dir/monitor" \
+	"$TIMEOUT" "$LOG.regs" "${symbols[@]}" &
+watchdog=$!
+
 start=$(date +%s)
-qemu "$accel" "$TIMEOUT" -chardev stdio,id=con,signal=off -serial chardev:con \
-	-monitor none </dev/null 2>&1 | tr -d '\r' | tee "$LOG"
+qemu "$accel" "$((TIMEOUT + 60))" -chardev stdio,id=con,signal=off -serial chardev:con \
+	-monitor "unix:$run_dir/monitor,server=on,wait=off" -pidfile "$run_dir/qemu.pid" \
+	</dev/null 2>&1 | tr -d '\r' | tee "$LOG"
 rc=${PIPESTATUS[0]}
 elapsed=$(( $(date +%s) - start ))
+# The watchdog wrote the registers before it stopped QEMU; if QEMU ended
+# by itself, it is polling.
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
 
 status=$(sed -n "s/^$MARKER \([0-9]*\)$/\1/p" "$LOG" | tail -1)
 if [ -n "$status" ]; then
@@ -101,7 +121,7 @@ if [ -n "$status" ]; then
 fi
 
 echo >&2
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+if [ -s "$LOG.regs" ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 	echo "qemu: guest hung: no exit after ${elapsed}s (TIMEOUT=$TIMEOUT)" >&2
 elif grep -q 'Kernel panic' "$LOG"; then
 	echo "qemu: guest panicked after ${elapsed}s:" >&2
@@ -111,4 +131,8 @@ else
 fi
 echo "---- last console lines ($LOG) ----" >&2
 tail -n 25 "$LOG" >&2
+if [ -s "$LOG.regs" ]; then
+	echo "---- where the guest's CPUs were (all registers: $LOG.regs) ----" >&2
+	sed '/^$/q' "$LOG.regs" >&2
+fi
 exit 1
