@@ -22,6 +22,8 @@ import re
 import subprocess
 import sys
 
+from vmlinux import functions
+
 # A direct call or jump (x86: call, jmp, jcc; arm64: bl, b, b.cc, cbz,
 # tbz, ...) to a function: `<symbol>`, not `<symbol+0x...>` inside one.
 TARGET = re.compile(r':\s+(call|j|bl?\b|b\.|cbn?z|tbn?z)\S*\s+\S+\s+<([^<>+]+)>\s*$')
@@ -34,19 +36,6 @@ PANIC = re.compile(r'panic|_fail(ed)?\b|rust_begin_unwind')
 # locks, allocates or sleeps.
 ALLOWED = re.compile(r'^(<?stackmap::|ftrace_stackmap_|(__)?memcpy'
                      r'|rust_helper_(atomic|this_cpu_(add|read|cmpxchg)_))')
-
-
-def symbols(nm, vmlinux):
-    """Returns the start and end address of each function of `vmlinux`."""
-    out = subprocess.run([nm, '-S', vmlinux], capture_output=True, text=True,
-                         check=True).stdout
-    table = {}
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) == 4 and fields[2] in 'tTwW':
-            start = int(fields[0], 16)
-            table[fields[3]] = (start, start + int(fields[1], 16))
-    return table
 
 
 def disassemble(objdump, vmlinux, span):
@@ -92,7 +81,7 @@ def walk(tools, vmlinux, table, root):
 def main():
     objdump, vmlinux, roots = sys.argv[1], sys.argv[2], sys.argv[3:]
     cxxfilt = objdump.replace('objdump', 'cxxfilt')
-    table = symbols(objdump.replace('objdump', 'nm'), vmlinux)
+    table = functions(objdump.replace('objdump', 'nm'), vmlinux)
     print(f'1..{2 * len(roots)}')
     failed = 0
     for n, root in enumerate(roots, 1):

@@ -17,13 +17,14 @@ nm tool NM, for a kernel linked where it runs), a blank line and all the
 registers.
 """
 
-import bisect
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+
+from vmlinux import functions
 
 PROMPT = b"(qemu) "
 
@@ -33,8 +34,6 @@ def alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        pass
     return True
 
 
@@ -67,23 +66,15 @@ def read_prompt(sock):
 def symbolizer(vmlinux, nm):
     """Returns a function that names an address in `vmlinux`."""
     try:
-        text = subprocess.run([nm, "-n", vmlinux], capture_output=True,
-                              text=True, check=True).stdout
+        table = functions(nm, vmlinux)
     except (OSError, subprocess.CalledProcessError):
         return lambda addr: ""
-    syms = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "tTwW":
-            syms.append((int(parts[0], 16), parts[2]))
-    addrs = [a for a, _ in syms]
 
     def name(addr):
-        i = bisect.bisect_right(addrs, addr) - 1
-        if i < 0:
-            return ""
-        start, sym = syms[i]
-        return f" <{sym}+{addr - start:#x}>"
+        for sym, (start, end) in table.items():
+            if start <= addr < end:
+                return f" <{sym}+{addr - start:#x}>"
+        return ""
 
     return name
 
