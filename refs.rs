@@ -42,7 +42,10 @@
 //! table's and never changes once counts are added. The header shares its
 //! cache line with the first frames, which lookups on every CPU read: one
 //! more reason for a hit to write it rarely. The count saturates at
-//! [`SATURATED`]; once it has, the stack's hits write nothing.
+//! [`SATURATED`]; once it has, the stack's hits write nothing that other
+//! CPUs read, but still take its entry as counted hits do: the stacks that
+//! saturate are the ones hit most, which most need the lookup to find them
+//! there.
 //!
 //! A count moves from an entry to the shared count, never back. A reader
 //! loads the shared count before the entries, so it never counts a hit
@@ -61,12 +64,17 @@ use kernel::{
 /// Number of entries each CPU keeps.
 pub(crate) const PENDING: usize = 64;
 
+/// Index of the word after each CPU's entries that counts the hits it
+/// made on saturated stacks: their clock for taking entries, in place of
+/// the shared count that no longer moves.
+const SATURATED_HITS: usize = PENDING;
+
 // `entry()` picks an entry by the top bits of a product.
 const _: () = assert!(PENDING.is_power_of_two());
 
 /// A stack takes an entry that another stack holds on every this many
 /// counts added to its shared count.
-const TAKE_EVERY: u64 = 64;
+pub(crate) const TAKE_EVERY: u64 = 64;
 
 /// The bits of an entry that hold its count.
 const COUNT: u64 = u32::MAX as u64;
@@ -216,8 +224,9 @@ impl Held {
 ///   after the slot's publication, fill entries, and [`Refs::clear`]
 ///   empties them all between generations.
 pub(crate) struct Refs {
-    /// The entries of each CPU, in its per-CPU area.
-    pending: PerCpuCounters<PENDING>,
+    /// The entries of each CPU, in its per-CPU area, then its count of
+    /// hits on saturated stacks.
+    pending: PerCpuCounters<{ PENDING + 1 }>,
 }
 
 impl Refs {
@@ -230,7 +239,7 @@ impl Refs {
 
     /// Returns the bytes the caches occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        possible_cpus().count() * size_of::<[u64; PENDING]>()
+        possible_cpus().count() * size_of::<[u64; PENDING + 1]>()
     }
 
     /// Returns what this CPU's `entry` holds, if it holds the count of a
@@ -296,8 +305,7 @@ impl Refs {
         // ORDERING: Relaxed: only compared, and a count that saturates
         // stays saturated.
         if shared.load(Relaxed) >> SHARED_SHIFT >= SATURATED {
-            // Nothing left to count: write nothing that other CPUs read,
-            // and leave the entry to the stack that holds it.
+            self.hit_saturated(counts, index, old, tag(slot, entry));
             return;
         }
         // Not this stack's entry, or a full one: count on the shared count
@@ -314,6 +322,37 @@ impl Refs {
                 self.flush(counts, old);
             }
         }
+    }
+
+    /// Takes the entry `index`, which held `old`, for the stack whose tag
+    /// is `tag` and whose shared count is saturated, as [`Refs::hit`] would
+    /// for a stack it counts: so that [`Refs::holder`] finds the stack
+    /// there again.
+    ///
+    /// Nothing is left to count: the stack's own entry, full, is emptied
+    /// and its count dropped, since a read reports no more than the shared
+    /// count already holds. Another stack's entry is taken if it is free,
+    /// or on every [`TAKE_EVERY`]-th hit on a saturated stack on this CPU,
+    /// the clock that stands in for the shared count.
+    #[cold]
+    fn hit_saturated(&self, counts: &impl SharedCounts, index: usize, old: u64, tag: u64) {
+        let own = old & !COUNT == tag;
+        self.pending.add(SATURATED_HITS, 1);
+        if own || old == 0 || self.pending.this_cpu_read(SATURATED_HITS) % TAKE_EVERY == 0 {
+            // ORDERING: Unordered, as in `hit()`.
+            if self.pending.this_cpu_cmpxchg(index, old, tag) && !own {
+                self.flush(counts, old);
+            }
+        }
+    }
+
+    /// Fills this CPU's entry `entry` with the count of `slot`, as the
+    /// most hits it holds would: the next hit on the stack finds it full.
+    #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
+    pub(crate) fn fill(&self, slot: usize, entry: Entry) {
+        let old = self.pending.this_cpu_read(entry.index);
+        self.pending
+            .this_cpu_cmpxchg(entry.index, old, tag(slot, entry) | (SATURATED - 1));
     }
 
     /// Moves the count of the entry `word`, just taken from a CPU's cache,

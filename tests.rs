@@ -11,7 +11,7 @@ mod cases {
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
-        refs::{self, Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED},
+        refs::{self, Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED, TAKE_EVERY},
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
@@ -297,21 +297,49 @@ mod cases {
         assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
         assert!(counts.lows_intact());
 
-        // Once saturated, a stack takes no entry, not even a free one: it
-        // leaves it to the stacks that still count. Here `other` takes it
-        // at its first hit and counts its second there, not on its shared
-        // count. All on one CPU: a spinlock holds the test on it.
-        refs.clear();
+        // Once saturated, a stack counts nothing but still takes its entry,
+        // where the lookup finds it with no hash: a free entry at once, and
+        // another stack's on every 64th hit of this CPU on a saturated
+        // stack, as a counted hit takes it on every 64th shared count. All
+        // on one CPU: a spinlock holds the test on it. New caches, whose
+        // clocks start from 0.
+        let refs = Refs::new().expect("alloc");
+        let holder = |refs: &Refs| refs.holder(e).map(|held| held.slot());
         counts.set_first(other);
         let pin = KBox::pin_init(new_spinlock!(()), GFP_KERNEL).expect("alloc");
         let on_one_cpu = pin.lock();
         refs.hit(&counts, slot, e);
+        let took_free = holder(&refs);
+        // `other` counts on its shared count until it takes the entry.
+        for _ in 1..TAKE_EVERY {
+            refs.hit(&counts, other, e);
+        }
+        let other_took = holder(&refs);
         refs.hit(&counts, other, e);
-        refs.hit(&counts, other, e);
+        for _ in 1..TAKE_EVERY - 1 {
+            refs.hit(&counts, slot, e);
+        }
+        let before_clock = holder(&refs);
+        refs.hit(&counts, slot, e);
+        let on_clock = holder(&refs);
+        // Its own entry, full, is emptied rather than left to fail every
+        // hit found there.
+        refs.fill(slot, e);
+        let full = refs.holder(e).map(|held| refs.count_held(held));
+        refs.hit(&counts, slot, e);
+        let emptied = refs.holder(e).map(|held| refs.count_held(held));
         drop(on_one_cpu);
-        assert_eq!(counts.0[other].load(Relaxed) >> 32, 2);
-        assert_eq!(refs.read(&counts, other, e), 3);
+        assert_eq!(took_free, Some(slot));
+        assert_eq!(other_took, Some(other));
+        assert_eq!(before_clock, Some(other));
+        assert_eq!(on_clock, Some(slot));
+        assert_eq!((full, emptied), (Some(false), Some(true)));
+        // `other`'s count left the entry when `slot` took it.
+        assert_eq!(counts.0[other].load(Relaxed) >> 32, TAKE_EVERY + 1);
+        assert_eq!(refs.read(&counts, other, e), TAKE_EVERY + 1);
         assert_eq!(refs.read(&counts, slot, e), SATURATED);
+        assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
+        assert!(counts.lows_intact());
     }
 
     #[test]
@@ -751,7 +779,7 @@ mod cases {
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
         const BUCKET_BYTES: usize = 4;
-        let caches = kernel::cpu::nr_cpu_ids() as usize * PENDING * 8;
+        let caches = kernel::cpu::nr_cpu_ids() as usize * (PENDING + 1) * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
