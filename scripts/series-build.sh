@@ -7,7 +7,8 @@
 # of the test kernel, in an object directory of its own (the first build
 # is a full one; the next ones are incremental).  The last commit is then
 # built once more with CONFIG_FTRACE_STACKMAP off, in a second object
-# directory: the glue must leave such a kernel as it was.
+# directory: the glue must leave such a kernel as it was, with no symbol
+# of the stackmap or of its stack_cookie event.
 #
 # Prints TAP, one case per build.  Exits non-zero if a build fails.
 #
@@ -53,7 +54,7 @@ build() {
 	fi
 }
 
-echo "1..$(($(echo "$commits" | wc -l) + 1))"
+echo "1..$(($(echo "$commits" | wc -l) + 2))"
 n=0 failed=0
 for c in $commits; do
 	n=$((n + 1))
@@ -66,4 +67,12 @@ for c in $commits; do
 done
 build $((n + 1)) "the series with CONFIG_FTRACE_STACKMAP=n" "$WORK/obj-off" \
 	FTRACE_STACKMAP
+left=$(grep -iE 'stackmap|stack_cookie' "$WORK/obj-off/System.map" 2>/dev/null)
+if [ -s "$WORK/obj-off/System.map" ] && [ -z "$left" ]; then
+	echo "ok $((n + 2)) CONFIG_FTRACE_STACKMAP=n leaves no stackmap symbol"
+else
+	failed=$((failed + 1))
+	echo "not ok $((n + 2)) CONFIG_FTRACE_STACKMAP=n leaves no stackmap symbol"
+	echo "$left" | head -n 20 | sed 's/^/# /'
+fi
 [ "$failed" -eq 0 ]
