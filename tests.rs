@@ -796,8 +796,9 @@ mod cases {
 
     #[test]
     fn bits_out_of_range_are_rejected() {
-        assert!(StackMap::new(BITS_MIN - 1, None).is_err());
-        assert!(StackMap::new(BITS_MAX + 1, None).is_err());
+        for bits in [0, BITS_MIN - 1, BITS_MAX + 1, u32::MAX] {
+            assert_eq!(StackMap::new(bits, None).err(), Some(EINVAL));
+        }
         assert_eq!(map(BITS_MIN).table().slot_count(), 1 << BITS_MIN);
     }
 
