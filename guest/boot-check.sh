@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Checks of a boot with
-#   trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
+#   trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
+#   ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
 #   trace_event=sched:sched_switch
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines; with 'end', the
@@ -40,7 +41,14 @@ echo 0 > tracing_on
 TMPDIR=/tmp
 
 option_is_on() { test "`cat options/stackmap`" = 1; }
-# 19 is out of range: clamped to the largest size, with a warning.
+# Each ftrace_stackmap.bits= is taken in turn, with a warning for each
+# bad one: a value that is not a number is ignored; one out of range, even
+# of an int's, is clamped.
+bad_bits_are_warned() {
+	dmesg | grep 'ftrace_stackmap.bits=abc is not a number, ignored' &&
+		dmesg | grep 'ftrace_stackmap.bits=-99999999999 out of range, clamped to \[10, 18\]'
+}
+# The last one, 19, is out of range too: clamped to the largest size.
 bits_are_clamped_to_18() {
 	dmesg | grep 'ftrace_stackmap.bits=19 out of range, clamped to \[10, 18\]' &&
 		test "`cat stack_map_bits`" = 18 &&
@@ -127,9 +135,11 @@ if [ "${1-}" = end ]; then
 	exit
 fi
 
-plan=6
+plan=7
 echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
+check "boot: a bad ftrace_stackmap.bits is warned of, ignored or clamped" \
+	bad_bits_are_warned
 check "boot: ftrace_stackmap.bits=19 is clamped to 18, warned, and sizes the top map" \
 	bits_are_clamped_to_18
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie

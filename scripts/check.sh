@@ -24,7 +24,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
-STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=19
+STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
+	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
 	       trace_event=sched:sched_switch
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 # Our tests run on the first boot but for the two longest, which run on
