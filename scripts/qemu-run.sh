@@ -8,7 +8,8 @@
 #
 # Environment: QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE (from arch/*/arch.mk),
 # KERNEL, INITRAMFS, BUILD, and optionally CMD (empty: interactive shell),
-# TIMEOUT (seconds), APPEND (extra kernel command line), LOG (console copy),
+# TIMEOUT (seconds), APPEND (extra kernel command line), KERNEL_APPEND
+# (the same, for every boot of the kernel: make sets it), LOG (console copy),
 # OBJ and LLVM_SUFFIX (for the symbols of a hung guest's CPUs),
 # TCG_THREAD (single or multi), ICOUNT (a shift: under TCG, the guest
 # clock counts executed instructions, 2^shift ns each, instead of host
@@ -44,7 +45,7 @@ qemu() { # accel timeout
 	timeout -k 5 "$limit" "$QEMU_SYSTEM" $QEMU_MACHINE -accel "$accel" \
 		-smp 2 -m 1G -nic none -no-reboot -display none \
 		-kernel "$KERNEL" -initrd "$run_dir/initrd" \
-		-append "console=$GUEST_CONSOLE panic=-1 oops=panic $APPEND" \
+		-append "console=$GUEST_CONSOLE panic=-1 oops=panic ${KERNEL_APPEND-} $APPEND" \
 		"${icount[@]}" "$@"
 }
 
