@@ -69,6 +69,10 @@ pub(crate) const PENDING: usize = 64;
 /// the shared count that no longer moves.
 const SATURATED_HITS: usize = PENDING;
 
+/// Number of words each CPU keeps: its entries, then its count of hits on
+/// saturated stacks.
+pub(crate) const CPU_WORDS: usize = SATURATED_HITS + 1;
+
 // `entry()` picks an entry by the top bits of a product.
 const _: () = assert!(PENDING.is_power_of_two());
 
@@ -226,7 +230,7 @@ impl Held {
 pub(crate) struct Refs {
     /// The entries of each CPU, in its per-CPU area, then its count of
     /// hits on saturated stacks.
-    pending: PerCpuCounters<{ PENDING + 1 }>,
+    pending: PerCpuCounters<CPU_WORDS>,
 }
 
 impl Refs {
@@ -239,7 +243,7 @@ impl Refs {
 
     /// Returns the bytes the caches occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        possible_cpus().count() * size_of::<[u64; PENDING + 1]>()
+        possible_cpus().count() * size_of::<[u64; CPU_WORDS]>()
     }
 
     /// Returns what this CPU's `entry` holds, if it holds the count of a

@@ -11,7 +11,7 @@ mod cases {
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
         platform::{Atomic, ReadSection, Relaxed},
-        refs::{self, Refs, SharedCounts, FIRST_COUNT, PENDING, SATURATED, TAKE_EVERY},
+        refs::{self, Refs, SharedCounts, CPU_WORDS, FIRST_COUNT, SATURATED, TAKE_EVERY},
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
@@ -779,7 +779,7 @@ mod cases {
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
         const BUCKET_BYTES: usize = 4;
-        let caches = kernel::cpu::nr_cpu_ids() as usize * (PENDING + 1) * 8;
+        let caches = kernel::cpu::nr_cpu_ids() as usize * CPU_WORDS * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
