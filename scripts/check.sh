@@ -38,7 +38,7 @@ STACKMAP_LATE="test.d/stackmap/stackmap-full.tc test.d/stackmap/stackmap-reset.t
 # repo always installs the stackmap tests and the KUnit suite.
 first=(kunit stackmap baseline)
 second=(kunit boot baseline-stackmap boot-end stackmap-late)
-summary_args=(--kunit-suite ftrace_stackmap)
+summary_args=(--kunit-suite ftrace_stackmap --kunit-suite trace_stackmap)
 for section in stackmap baseline boot baseline-stackmap boot-end stackmap-late; do
 	summary_args+=(--section "$section")
 done
