@@ -9,10 +9,11 @@
 //! a `cmpxchg()` loop, see [`PerCpuCounters::add`]). The counters are
 //! 64-bit, so they cannot wrap in practice; their sums saturate.
 //!
-//! Only their own CPU ever writes them. A reset does not clear them: it
-//! notes every counter's value as its base, and the figures shown are the
-//! counts since the base, so that a recorder counting in the middle of a
-//! reset can neither undo the clearing nor be undone by it.
+//! They are only ever added to, each by the CPU that runs the update: a
+//! recorder, which cannot migrate, adds to its own. A reset does not clear
+//! them: it notes every counter's value as its base, and the figures shown
+//! are the counts since the base, so that a recorder counting in the
+//! middle of a reset can neither undo the clearing nor be undone by it.
 
 use crate::{
     platform::{Atomic, Relaxed},

@@ -637,9 +637,9 @@ impl<H: StackHash> Table<H> {
     /// Reserves one record of `depth` frames; returns its slot and its frame
     /// words.
     ///
-    /// Lock-free: it retries only when another CPU reserved or published
-    /// in between, so some CPU always gets on, and gives up as soon as the
-    /// record would not fit.
+    /// Lock-free: it retries only when another CPU, or an interrupt or NMI
+    /// on this one, reserved or published in between, so some inserter
+    /// always gets on, and gives up as soon as the record would not fit.
     fn reserve(&self, depth: usize) -> Option<(usize, &[Word])> {
         // ORDERING: Relaxed: only the start of the cmpxchg loop below.
         let mut used = self.used.0.load(Relaxed);
