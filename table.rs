@@ -99,8 +99,8 @@ const CLOSED: u64 = 1;
 /// Why a stack got no cookie; the caller records it in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fallback {
-    /// No room left in the arena, or the stack's chain is longer than
-    /// [`MAX_PROBE`].
+    /// No room left in the arena, or the stack's chain already holds
+    /// [`MAX_PROBE`] records.
     Full,
     /// The same stack is being inserted right now, perhaps by the context
     /// this one interrupted.

@@ -5,8 +5,8 @@
  *
  *   syscall_loop N          getppid(): the shallowest stack, traced at
  *                           __x64_sys_getppid
- *   syscall_loop N stat     fstatat("/"): a path walk, whose functions are
- *                           traced at a depth of about ten frames
+ *   syscall_loop N stat     fstatat("/"): a path walk, traced at
+ *                           generic_fillattr, 8 frames deep
  *
  * Traced with func_stack_trace on a function each call reaches once, each
  * call records exactly one kernel stack.
