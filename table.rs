@@ -735,6 +735,29 @@ impl<H: StackHash> Table<H> {
         }
     }
 
+    /// Returns how many records a lookup of `frames` walks past before it
+    /// finds them, if it finds them in `slot`: the length of the walk that
+    /// [`Table::lookup_hashed`] makes, measured with the same walk.
+    #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
+    pub(crate) fn records_walked_past(
+        &self,
+        frames: &[usize],
+        slot: usize,
+        _rcu: ReadSection<'_>,
+    ) -> Option<usize> {
+        let hash = self.hash.hash(frames);
+        // ORDERING: Acquire, as in `lookup_hashed()`.
+        let head = self.buckets.get(bucket(hash, self.bits()))?.load(Acquire) as usize;
+        for limit in 1..=MAX_PROBE {
+            match self.walk(head, 0, limit, frames) {
+                Walk::Found(found) => return (found == slot).then_some(limit - 1),
+                Walk::TooLong => continue,
+                Walk::Busy | Walk::Missing(_) => return None,
+            }
+        }
+        None
+    }
+
     /// Reserves a record of `depth` frames and leaves it as an insert
     /// stopped right after its reservation does, by preemption in a test
     /// or an interrupt in a recorder: its words handed out, its header

@@ -493,26 +493,37 @@ mod cases {
         let table = map.table();
         let buckets = table.slot_count();
         let mut chains = KVec::from_elem(0usize, buckets, GFP_KERNEL).expect("alloc");
-        // A chain of `n` records has the stacks inserted last first: the
-        // hits on its stacks walk past 0 to `n - 1` others. A hit reads its
-        // bucket's line and the lines of every record from the head of the
-        // chain to its own, frames included: all are 8 deep here, so each
-        // one walked past is compared in full.
-        let mut lines = 0;
+        // Each stack's cookie, and the stacks inserted before it in its
+        // bucket.
+        let mut inserted = KVec::with_capacity(buckets, GFP_KERNEL).expect("alloc");
         for id in 0..buckets {
             let s = stack(id, 8);
             let Ok(Found::Inserted(cookie)) = lookup(&map, &s) else {
                 panic!("stack {id} was not inserted");
             };
             let chain = &mut chains[bucket(hash.hash(&s), table.bits())];
-            // Read by the hits on this stack and on the `*chain` stacks
-            // inserted before it, behind it in the chain.
-            let record = with_record(&map, cookie, record_lines).expect("resolves");
-            lines += 1 + (*chain + 1) * record;
+            inserted.push((cookie, *chain), GFP_KERNEL).expect("alloc");
             *chain += 1;
         }
-        let sum: usize = chains.iter().map(|&n| n * n.saturating_sub(1) / 2).sum();
-        let max = chains.iter().max().map_or(0, |&n| n.saturating_sub(1));
+        // A chain has the stacks inserted last first: a hit walks past the
+        // records inserted after its own in its bucket. It reads its
+        // bucket's line and the lines of every record from the head of the
+        // chain to its own, frames included: all are 8 deep here, so each
+        // one walked past is compared in full.
+        let (mut sum, mut max, mut lines) = (0, 0, 0);
+        for (id, &(cookie, before)) in inserted.iter().enumerate() {
+            let s = stack(id, 8);
+            let guard = rcu::read_lock();
+            let walked =
+                table.records_walked_past(&s, cookie.slot() as usize, ReadSection::new(&guard));
+            drop(guard);
+            let after = chains[bucket(hash.hash(&s), table.bits())] - 1 - before;
+            assert_eq!(walked, Some(after));
+            let record = with_record(&map, cookie, record_lines).expect("resolves");
+            sum += after;
+            max = max.max(after);
+            lines += 1 + (after + 1) * record;
+        }
         let mean_x100 = 100 * sum / buckets;
         let lines_x100 = 100 * lines / buckets;
         pr_info!(
