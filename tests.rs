@@ -10,7 +10,7 @@ mod cases {
     use crate::{
         cookie::{next_generation, Cookie, FIRST_GENERATION},
         hash::{SeededHash, StackHash},
-        platform::{Atomic, ReadSection, Relaxed},
+        platform::{Acquire, Atomic, ReadSection, Relaxed, Release},
         refs::{self, Refs, SharedCounts, CPU_WORDS, FIRST_COUNT, SATURATED, TAKE_EVERY},
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
@@ -847,41 +847,86 @@ mod cases {
         }
     }
 
+    /// Has a worker and this thread look up `stacks` stacks `rounds` times
+    /// at once, the worker upwards, this thread downwards, so that the two
+    /// insert the same stacks in the middle. Returns how many stacks each
+    /// of the two inserted.
+    fn insert_from_both_ends(map: &Arc<StackMap>, stacks: usize, rounds: usize) -> [u32; 2] {
+        // Each sleeps after every few lookups of the first round, the one
+        // that inserts, so that the other runs then even if the two share
+        // a CPU, or if their CPUs take turns on one host thread, as under
+        // TCG without MTTCG: the inserts of the two interleave, wherever
+        // they run. On CPUs that run at once, they also race.
+        fn lookup_taking_turns(map: &StackMap, id: usize, round: usize) -> bool {
+            if round == 0 && id % 8 == 0 {
+                fsleep(Delta::from_micros(10));
+            }
+            matches!(lookup(map, &stack(id, 1 + id % 24)), Ok(Found::Inserted(_)))
+        }
+        // The worker says it runs and waits for this thread to say go, so
+        // that neither inserts every stack before the other began; it says
+        // when it is done.
+        const RUNS: u32 = 1;
+        const GO: u32 = 2;
+        const DONE: u32 = 3;
+        let state = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+        let by_worker = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
+        let (m, st, w) = (map.clone(), state.clone(), by_worker.clone());
+        workqueue::system_dfl()
+            .try_spawn(GFP_KERNEL, move || {
+                st.store(RUNS, Relaxed);
+                while st.load(Relaxed) != GO {
+                    fsleep(Delta::from_micros(10));
+                }
+                for round in 0..rounds {
+                    for id in 0..stacks {
+                        if lookup_taking_turns(&m, id, round) {
+                            w.add(1, Relaxed);
+                        }
+                    }
+                }
+                // ORDERING: Release, for the count of its inserts.
+                st.store(DONE, Release);
+            })
+            .expect("spawn");
+        while state.load(Relaxed) != RUNS {
+            fsleep(Delta::from_micros(100));
+        }
+        state.store(GO, Relaxed);
+        let mut by_this = 0;
+        for round in 0..rounds {
+            for id in (0..stacks).rev() {
+                if lookup_taking_turns(map, id, round) {
+                    by_this += 1;
+                }
+            }
+        }
+        // ORDERING: Acquire pairs with the worker's Release store of DONE.
+        while state.load(Acquire) != DONE {
+            fsleep(Delta::from_millis(1));
+        }
+        [by_worker.load(Relaxed), by_this]
+    }
+
     #[test]
     fn concurrent_inserts_store_each_stack_once() {
         const STACKS: usize = 400;
         const ROUNDS: usize = 20;
-        let map = map(BITS_MIN);
-        // 1 once the worker runs, 2 once it is done.
-        let done = Arc::new(Atomic::new(0u32), GFP_KERNEL).expect("alloc");
-
-        // The worker walks the stacks upwards, this thread downwards, so the
-        // two insert the same stacks at the same time in the middle. Both
-        // start once the worker runs: on its own, either would insert every
-        // stack before the other began.
-        let (m, d) = (map.clone(), done.clone());
-        workqueue::system_dfl()
-            .try_spawn(GFP_KERNEL, move || {
-                d.store(1, Relaxed);
-                for _ in 0..ROUNDS {
-                    for id in 0..STACKS {
-                        let _ = lookup(&m, &stack(id, 1 + id % 24));
-                    }
-                }
-                d.store(2, Relaxed);
-            })
-            .expect("spawn");
-        while done.load(Relaxed) == 0 {
-            fsleep(Delta::from_micros(100));
-        }
-        for _ in 0..ROUNDS {
-            for id in (0..STACKS).rev() {
-                let _ = lookup(&map, &stack(id, 1 + id % 24));
+        // Each of the two looks up every stack: both insert some only if
+        // their inserts interleaved. So again, on a new map, until they did.
+        // The bound only keeps two that never run in turn from hanging the
+        // boot: the assertion below then fails.
+        let start = Instant::<Monotonic>::now();
+        let (map, inserted) = loop {
+            let map = map(BITS_MIN);
+            let inserted = insert_from_both_ends(&map, STACKS, ROUNDS);
+            if inserted.iter().all(|&n| n > 0) || start.elapsed() > Delta::from_secs(10) {
+                break (map, inserted);
             }
-        }
-        while done.load(Relaxed) != 2 {
-            fsleep(Delta::from_millis(1));
-        }
+        };
+        assert!(inserted.iter().all(|&n| n > 0));
+        // Each stack was inserted once, by one of the two.
+        assert_eq!(inserted[0] + inserted[1], STACKS as u32);
 
         let table = map.table();
         assert_eq!(table.entries(), STACKS);
