@@ -306,7 +306,7 @@ def main():
         print("kernel's table, hash and counters for it), ns per recorded stack: the copy")
         print("the map saves, and what it does instead (hash; lookup = the CPU's entry, or")
         print("hash and probe, then compare and ref count; record = lookup, counter, cookie")
-        print("write)")
+        print("write); the medians of each workload's fastest of 12 rounds, which take turns")
         print(f"  {'depth':>5}  {'stacks':16} {'copy':>6} {'hash':>6} {'lookup':>7} "
               f"{'record':>7}  {'record/copy':>11}")
         for depth in (4, 8, 16, 32):
@@ -315,8 +315,8 @@ def main():
                 if not n:
                     continue
                 ns = {mode: n[mode]["ns"] for mode in n}
-                # The median of the per-sample ratios: each sample times
-                # both back to back.
+                # The median of the per-sample ratios of the workload's
+                # fastest round: each sample times both back to back.
                 x = n["record"].get("per_copy", ratio(ns["record"], ns["copy"]))
                 result["native"][f"d{depth}-{name}"] = dict(ns, record_copy_ratio=x,
                                                             stacks=what)
