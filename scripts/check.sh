@@ -47,12 +47,6 @@ for section in kunit stackmap baseline boot baseline-stackmap boot-end stackmap-
 	summary_args+=(--must-run "$section")
 done
 
-# A lockdep kernel reports the unwinder's RCU use where RCU does not
-# watch: the KUnit case that dumps a stack there skips on it.
-if grep -q '^CONFIG_LOCKDEP=y' "$OBJ/.config"; then
-	summary_args+=(--may-skip trace_stackmap.stackmap_kunit_trace_dump_stack_rcu_idle)
-fi
-
 # ftracetest runs each test once, and once more in an instance when its
 # flags say so (the same match as ftracetest's): the cases a section
 # reports, so that a test missing from the initramfs fails the check.

@@ -193,10 +193,6 @@ def main():
                     help="an ftracetest section that must have reported")
     ap.add_argument("--must-run", action="append", default=[],
                     help="a section whose skipped cases count as failures")
-    ap.add_argument("--may-skip", action="append", default=[],
-                    metavar="CASE",
-                    help="a case of a must-run section whose skip counts as "
-                         "one (a KUnit case: SUITE.CASE)")
     ap.add_argument("--cases", action="append", default=[],
                     metavar="SECTION=N",
                     help="an ftracetest section that must report N cases")
@@ -220,15 +216,14 @@ def main():
         counts[v] += 1
         print(f"{v.upper():8} {group}: {name}")
 
-    def counted(group, name, v, directive, key=None):
-        if (v == "skipped" and group in args.must_run
-                and (key or name) not in args.may_skip):
+    def counted(group, name, v, directive):
+        if v == "skipped" and group in args.must_run:
             v = "failed"
             name += f" (# {directive} in a must-run section)"
         count(group, name, v)
 
-    def case(group, name, m, key=None):
-        counted(group, name, verdict(m), m.group("directive"), key)
+    def case(group, name, m):
+        counted(group, name, verdict(m), m.group("directive"))
 
     status = {}
     for arg in args.exit_status:
@@ -261,7 +256,7 @@ def main():
                 cases, problems = kunit_cases(lines)
                 for c, m in cases:
                     seen.add("kunit:" + c.split(".")[0])
-                    case(group, f"{c} [{boot}]", m, c)
+                    case(group, f"{c} [{boot}]", m)
                 reported = {c.split(".")[0] for c, _ in cases}
                 problems += [f"{suite} (suite did not report in {boot})"
                              for suite in args.kunit_suite
