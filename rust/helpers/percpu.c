@@ -15,9 +15,9 @@ __rust_helper void *rust_helper_per_cpu_ptr(void __percpu *ptr,
 }
 
 /*
- * Atomic against interrupts and NMIs on this CPU: where this_cpu operations
- * are not NMI-safe, a cmpxchg() loop on the copy of the CPU it runs on,
- * cmpxchg() being what ARCH_HAVE_NMI_SAFE_CMPXCHG makes safe in NMI.
+ * Atomic against interrupts on this CPU, and against NMIs where this_cpu
+ * operations or cmpxchg() are NMI-safe (ARCH_HAVE_NMI_SAFE_CMPXCHG): where
+ * only cmpxchg() is, a cmpxchg() loop on the copy of the CPU it runs on.
  */
 __rust_helper void rust_helper_this_cpu_add_u64(u64 __percpu *ptr, u64 val)
 {
@@ -39,8 +39,9 @@ __rust_helper u64 rust_helper_this_cpu_read_u64(u64 __percpu *ptr)
 }
 
 /*
- * Atomic against interrupts and NMIs on this CPU: where this_cpu operations
- * are not NMI-safe, an atomic cmpxchg() of the copy of the CPU it runs on.
+ * Atomic against interrupts on this CPU, and against NMIs where this_cpu
+ * operations or cmpxchg() are NMI-safe: where only cmpxchg() is, an atomic
+ * cmpxchg() of the copy of the CPU it runs on.
  */
 __rust_helper u64 rust_helper_this_cpu_cmpxchg_u64(u64 __percpu *ptr, u64 old,
 						   u64 new)

@@ -100,13 +100,13 @@ impl<const N: usize> PerCpuCounters<N> {
     /// Adds `value` to counter `index` of the current CPU; does nothing if
     /// there is no counter `index`.
     ///
-    /// Safe in any context and with preemption enabled: the CPU whose
-    /// counter is updated is the one that runs the update. Atomic against
-    /// interrupts and NMIs on that CPU, also where the architecture's
-    /// `this_cpu_add()` is not NMI-safe: there it is a `cmpxchg()` loop on
-    /// that CPU's counter, picked before the loop, so that a caller that
-    /// moves to another CPU in between adds to the first CPU's counter,
-    /// atomically.
+    /// Safe with preemption enabled: the CPU whose counter is updated is
+    /// the one that runs the update. Atomic against interrupts on that CPU,
+    /// and against NMIs where the architecture's `this_cpu_add()` or its
+    /// `cmpxchg()` is NMI-safe (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`): where
+    /// only the latter is, it is a `cmpxchg()` loop on that CPU's counter,
+    /// picked before the loop, so that a caller that moves to another CPU
+    /// in between adds to the first CPU's counter, atomically.
     #[inline]
     pub fn add(&self, index: usize, value: u64) {
         if let Some(counter) = self.counter(index) {
@@ -133,11 +133,12 @@ impl<const N: usize> PerCpuCounters<N> {
     /// `this_cpu_cmpxchg()`; returns whether it did. Does nothing if there
     /// is no counter `index`.
     ///
-    /// Safe in any context and with preemption enabled: the CPU whose
-    /// counter is compared and set is the one that runs the operation.
-    /// Atomic against interrupts and NMIs on that CPU, also where the
-    /// architecture's `this_cpu_cmpxchg()` is not NMI-safe: there it is an
-    /// atomic `cmpxchg()` of that CPU's counter, picked before the
+    /// Safe with preemption enabled: the CPU whose counter is compared and
+    /// set is the one that runs the operation. Atomic against interrupts
+    /// on that CPU, and against NMIs where the architecture's
+    /// `this_cpu_cmpxchg()` or its `cmpxchg()` is NMI-safe
+    /// (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`): where only the latter is, it
+    /// is an atomic `cmpxchg()` of that CPU's counter, picked before the
     /// `cmpxchg()`, so that a caller that moves to another CPU in between
     /// sets the first CPU's counter and may undo an [`Self::add`] that
     /// CPU made meanwhile. Counters that both update need preemption
