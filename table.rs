@@ -689,8 +689,14 @@ impl<H: StackHash> Table<H> {
     /// linked in the current generation. Cleared, the record is as an
     /// insert leaves it between its link and `publish()`: a window of a few
     /// instructions, which only an interrupt or an NMI can stop an insert in.
+    ///
+    /// # Safety
+    ///
+    /// `slot` is that of a record linked in the current generation: any
+    /// other word of the arena may be a frame, which readers read as plain
+    /// memory.
     #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
-    pub(crate) fn set_published(&self, slot: usize, published: bool) {
+    pub(crate) unsafe fn set_published(&self, slot: usize, published: bool) {
         let headers = self.headers();
         let Some(header) = headers.get(slot) else {
             return;
@@ -713,14 +719,23 @@ impl<H: StackHash> Table<H> {
     /// interrupt or an NMI can otherwise make it take. An insert would not
     /// have begun if the chain from `head` held the stack or were too long
     /// to walk: that gives [`Fallback::Full`].
+    ///
+    /// # Safety
+    ///
+    /// `head` is 0 or the slot of a record linked in the current
+    /// generation: the walk reads the records it finds from there as linked
+    /// ones.
     #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
-    pub(crate) fn insert_raced(
+    pub(crate) unsafe fn insert_raced(
         &self,
         head: usize,
         frames: &[usize],
         _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
         let generation = self.open().ok_or(Fallback::Reset)?;
+        if frames.len() > MAX_DEPTH {
+            return Err(Fallback::Depth);
+        }
         let hash = self.hash.hash(frames);
         let bucket = self
             .buckets

@@ -62,15 +62,38 @@ mod cases {
         map.lookup(frames, ReadSection::new(&rcu::read_lock()))
     }
 
-    /// Inserts `frames` as an insert that walked their chain from slot `head`
-    /// and then lost the race to link ([`Table::insert_raced`]).
+    /// Inserts `frames` as an insert that walked their chain from the record
+    /// of `head`, or from none, and then lost the race to link
+    /// ([`Table::insert_raced`]).
     fn insert_raced<H: StackHash>(
         map: &StackMap<H>,
-        head: usize,
+        head: Option<Cookie>,
         frames: &[usize],
     ) -> Result<Found, Fallback> {
-        map.table()
-            .insert_raced(head, frames, ReadSection::new(&rcu::read_lock()))
+        let head = head.map_or(0, |head| linked_slot(map, head));
+        // SAFETY: `head` is 0 or the slot of a record linked in the current
+        // generation (`linked_slot()`).
+        unsafe {
+            map.table()
+                .insert_raced(head, frames, ReadSection::new(&rcu::read_lock()))
+        }
+    }
+
+    /// Clears or sets again the published bit of the record of `cookie`
+    /// ([`Table::set_published`]).
+    fn set_published<H: StackHash>(map: &StackMap<H>, cookie: Cookie, published: bool) {
+        let slot = linked_slot(map, cookie);
+        // SAFETY: `slot` is that of a record linked in the current generation
+        // (`linked_slot()`).
+        unsafe { map.table().set_published(slot, published) };
+    }
+
+    /// Returns the slot of `cookie`, which a lookup of `map` returned: the
+    /// slot of a record linked in the generation of the cookie, checked to
+    /// be the current one.
+    fn linked_slot<H: StackHash>(map: &StackMap<H>, cookie: Cookie) -> usize {
+        assert_eq!(cookie.generation(), map.table().generation());
+        cookie.slot() as usize
     }
 
     /// Returns the frames of the stack in `slot` of the current generation.
@@ -349,7 +372,7 @@ mod cases {
             [0, 1, 2].map(|id| lookup(&map, &stack(id, 4 + id)).expect("insert").cookie());
         // A record reserved and left unpublished, as by an insert that lost
         // the race to link, is not one of them.
-        map.table().set_published(cookies[1].slot() as usize, false);
+        set_published(&map, cookies[1], false);
         let (generation, end, stacks) = settle_dump(&map);
         assert_eq!(generation, map.table().generation());
         assert_eq!((end, stacks), (map.table().reserved_end(), 2));
@@ -622,7 +645,7 @@ mod cases {
         let d = lookup(&map, &t).expect("insert").cookie();
         // The insert of `s` stopped between its link and its publication:
         // what an NMI that interrupted it finds when it records `s` too.
-        map.table().set_published(c.slot() as usize, false);
+        set_published(&map, c, false);
         assert_eq!(lookup(&map, &s), Err(Fallback::Busy));
         assert_eq!(lookup(&map, &s), Err(Fallback::Busy));
         // No hit counted, nothing stored twice; readers do not show it and
@@ -636,7 +659,7 @@ mod cases {
         let totals = map.stats().totals();
         assert_eq!((totals.busy, totals.hits, totals.inserts), (2, 1, 3));
         // Published, it is found under the same cookie, once.
-        map.table().set_published(c.slot() as usize, true);
+        set_published(&map, c, true);
         assert_eq!(lookup(&map, &s), Ok(Found::Hit(c)));
         assert_eq!(refs(&map, c), Some(2));
         assert_eq!(refs(&map, d), Some(2));
@@ -655,16 +678,16 @@ mod cases {
         let ct = lookup(&map, &t).expect("insert").cookie();
         let cs = lookup(&map, &s).expect("insert").cookie();
         let used = table.arena_bytes_used();
-        table.set_published(cs.slot() as usize, false);
-        assert_eq!(insert_raced(&map, 0, &s), Err(Fallback::Busy));
+        set_published(&map, cs, false);
+        assert_eq!(insert_raced(&map, None, &s), Err(Fallback::Busy));
         assert_eq!(table.arena_bytes_used(), used + 9 * 8);
-        table.set_published(cs.slot() as usize, true);
-        assert_eq!(insert_raced(&map, 0, &s), Ok(Found::Hit(cs)));
+        set_published(&map, cs, true);
+        assert_eq!(insert_raced(&map, None, &s), Ok(Found::Hit(cs)));
         assert_eq!(table.arena_bytes_used(), used + 2 * 9 * 8);
         assert_eq!(refs(&map, cs), Some(2));
         // An insert of `u` that saw only `t`: it links in front of `s`, the
         // one record linked since.
-        let found = insert_raced(&map, ct.slot() as usize, &u);
+        let found = insert_raced(&map, Some(ct), &u);
         assert!(matches!(found, Ok(Found::Inserted(_))));
         let cu = found.expect("inserted").cookie();
         assert_eq!(published_slots(table).len(), 3);
@@ -677,13 +700,13 @@ mod cases {
         // linked since, links the last record the chain has room for; the
         // next such insert falls back.
         let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
-        let first = lookup(&map, &stack(0, 4)).expect("insert").cookie().slot() as usize;
+        let first = lookup(&map, &stack(0, 4)).expect("insert").cookie();
         for id in 1..MAX_PROBE - 1 {
             lookup(&map, &stack(id, 4)).expect("insert");
         }
-        let last = insert_raced(&map, first, &stack(MAX_PROBE - 1, 4));
+        let last = insert_raced(&map, Some(first), &stack(MAX_PROBE - 1, 4));
         assert!(matches!(last, Ok(Found::Inserted(_))));
-        let past = insert_raced(&map, first, &stack(MAX_PROBE, 4));
+        let past = insert_raced(&map, Some(first), &stack(MAX_PROBE, 4));
         assert_eq!(past, Err(Fallback::Full));
         assert_eq!(published_slots(map.table()).len(), MAX_PROBE);
         for id in 0..MAX_PROBE {
