@@ -47,8 +47,9 @@ unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
 }
 
 /// Allocates a map for `2^bits` stacks; returns an `ERR_PTR()` of `EINVAL`
-/// if `bits` is out of range, of `ENOMEM` if memory is short, or of
-/// `EOVERFLOW` if `prev` is at the last generation.
+/// if `bits` is out of range, of `ENOMEM` if memory is short, of
+/// `EOVERFLOW` if `prev` is at the last generation, or of `EBUSY` if
+/// `prev` was replaced already.
 ///
 /// `prev` is NULL for an instance's first map, or the map the new one
 /// replaces: the new map's generations follow `prev`'s, so that cookies of

@@ -68,7 +68,8 @@ impl StackMap {
     /// generation after `prev`'s current one: the ring buffer may still hold
     /// cookies of `prev`, which must not resolve to this map's stacks. From
     /// then on `prev` is never reset: recorders that still reach it keep its
-    /// generation, below this map's.
+    /// generation, below this map's. A `prev` replaced already gives
+    /// `EBUSY`: two maps after it would issue the same generation.
     pub(crate) fn new(bits: u32, prev: Option<&StackMap>) -> Result<Arc<Self>> {
         // With trace_options=stackmap the first map is made at boot, before
         // random_init(): the seed then comes from what random_init_early()
@@ -81,6 +82,9 @@ impl StackMap {
         // A reset of `prev` waits until this map exists; after that it
         // finds `prev` replaced and leaves it alone.
         let mut replaced = prev.reset_lock.lock();
+        if *replaced {
+            return Err(EBUSY);
+        }
         let map = Self::with_hash(bits, next_generation(prev.table.generation())?, hash)?;
         *replaced = true;
         Ok(map)

@@ -739,6 +739,10 @@ mod cases {
         old.reset().expect("left alone");
         assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
         assert!(resolve(&old, second).is_some());
+        // Nor is it replaced again: a second map after it would issue the
+        // new map's generation too.
+        assert!(matches!(StackMap::new(BITS_MIN, Some(&old)), Err(e) if e == EBUSY));
+        assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
     }
 
     #[test]
