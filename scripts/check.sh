@@ -97,11 +97,13 @@ cargo_tests() { # out command...
 }
 
 # What runs on the host needs no guest: it runs while the guests boot.
+# A test that hangs (a thread waiting on one that failed) fails when its
+# time is up, well within the boots' own.
 host_checks() {
 	CARGO_TARGET_DIR=$BUILD/cargo cargo_tests "$BUILD/cargo-test.out" \
-		cargo test --release
+		timeout -k 10 600 cargo test --release
 	CARGO_TARGET_DIR=$BUILD/miri cargo_tests "$BUILD/miri-test.out" \
-		cargo "+${MIRI_TOOLCHAIN:?}" miri test
+		timeout -k 10 900 cargo "+${MIRI_TOOLCHAIN:?}" miri test
 
 	# No Rust panic, which is a BUG(), is reachable from the recording
 	# path, and neither is a lock or a sleep.

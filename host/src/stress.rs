@@ -132,13 +132,15 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                 walk(table, stacks);
             }
         });
-        let results = workers
-            .into_iter()
-            .map(|w| w.join().expect("recorder thread"))
-            .collect();
+        // Every recorder is joined, and the walker stopped, before a failed
+        // one is reported: a scope waits for all its threads.
+        let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
         done.store(true, Ordering::Relaxed);
         walker.join().expect("walker thread");
         results
+            .into_iter()
+            .map(|r| r.expect("recorder thread"))
+            .collect()
     });
 
     assert_eq!(table.entries(), stacks);
