@@ -916,11 +916,15 @@ impl<H: StackHash> Table<H> {
         // inside. What does is the RCU grace period the reset waits for
         // next: when it ends, every recorder that found the gate open has
         // left, and any still running started late enough to see it closed.
-        // Relaxed load: only resets write the state, and they are
-        // serialized; setting the bit rather than adding it leaves a gate
-        // closed twice closed, in the same generation.
-        let state = self.state.load(Relaxed);
-        self.state.xchg(state | CLOSED, Full);
+        // A cmpxchg that sets the bit, rather than an xchg of the state
+        // read: a gate closed twice stays closed, in the same generation,
+        // and even a reset that raced another, were they not serialized,
+        // could not take the state back to a generation already left. The
+        // Relaxed load is only the first guess, which the cmpxchg checks.
+        let mut state = self.state.load(Relaxed);
+        while let Err(now) = self.state.cmpxchg(state, state | CLOSED, Full) {
+            state = now;
+        }
     }
 
     /// Empties the table.
