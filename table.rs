@@ -776,7 +776,8 @@ impl<H: StackHash> Table<H> {
     /// Reserves a record of `depth` frames and leaves it as an insert
     /// stopped right after its reservation does, by preemption in a test
     /// or an interrupt in a recorder: its words handed out, its header
-    /// still 0. Returns its slot.
+    /// still 0. Returns its slot. A walk of the arena waits at that record
+    /// until it is abandoned ([`Table::abandon_unwritten`]).
     #[cfg(test)]
     pub(crate) fn reserve_unwritten(&self, depth: usize) -> Option<usize> {
         self.reserve(depth).map(|(slot, _)| slot)
@@ -785,8 +786,15 @@ impl<H: StackHash> Table<H> {
     /// Stores the header of the record of `depth` frames that
     /// [`Table::reserve_unwritten`] left in `slot`, as an insert that then
     /// loses the race to link it does: the record is never published.
+    ///
+    /// # Safety
+    ///
+    /// `slot` and `depth` must be those of a record
+    /// [`Table::reserve_unwritten`] returned, not yet abandoned: the header
+    /// is stored with an atomic store, which must not race a plain read of
+    /// the frames of a linked record.
     #[cfg(test)]
-    pub(crate) fn abandon_unwritten(&self, slot: usize, depth: usize) {
+    pub(crate) unsafe fn abandon_unwritten(&self, slot: usize, depth: usize) {
         if let Some(header) = self.headers().get(slot) {
             // ORDERING: Relaxed: walks read only the depth from it, and no
             // frame of the record is ever read.
