@@ -24,6 +24,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
+# The first boot sizes the top map with a value in range; the second
+# tries the bad ones, the last of which is clamped.
+PLAIN_BOOT="ftrace_stackmap.bits=12"
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
 	       trace_event=sched:sched_switch
@@ -135,7 +138,7 @@ boot() { # name append section...
 declare -A pids
 host_checks &
 host_pid=$!
-boot plain "" "${first[@]}" &
+boot plain "$PLAIN_BOOT" "${first[@]}" &
 pids[plain]=$!
 boot stackmap "$STACKMAP_BOOT" "${second[@]}" &
 pids[stackmap]=$!
