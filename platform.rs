@@ -85,6 +85,22 @@ pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>>
     Ok(v)
 }
 
+/// Returns `bytes` rounded up to whole pages, as vmalloc hands them out.
+fn in_pages(bytes: usize) -> usize {
+    bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE)
+}
+
+/// Returns how many elements of `T` fill the pages that `len` of them take:
+/// a [`storage`] of that many costs no more than one of `len`.
+pub(crate) fn fill_pages<T>(len: usize) -> usize {
+    in_pages(len.saturating_mul(size_of::<T>())) / size_of::<T>()
+}
+
+/// Returns the bytes `storage` occupies: the pages vmalloc gave it.
+pub(crate) fn storage_bytes<T>(storage: &Storage<T>) -> usize {
+    in_pages(storage.len().saturating_mul(size_of::<T>()))
+}
+
 /// A word of the frame arena.
 ///
 /// Plain memory, not an atomic: the table writes a frame only while it owns

@@ -52,11 +52,12 @@ use crate::{
     cookie::Cookie,
     hash::StackHash,
     platform::{
-        cpu_relax, storage, Acquire, Atomic, Full, ReadSection, Relaxed, Release, Storage, Word,
+        cpu_relax, fill_pages, storage, storage_bytes, Acquire, Atomic, Full, ReadSection, Relaxed,
+        Release, Storage, Word,
     },
     refs::{self, Entry, Refs, SharedCounts, FIRST_COUNT},
 };
-use kernel::prelude::*;
+use kernel::{page::PAGE_SIZE, prelude::*};
 
 /// The deepest stack the table stores; deeper ones are recorded in full.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -85,9 +86,12 @@ const DEPTH_MASK: u64 = 0x7f;
 /// Bit of a header set once the record is published.
 const PUBLISHED: u64 = 1 << 31;
 
-// Every slot fits below the depth, every depth below the published bit.
-const _: () =
-    assert!((1 << BITS_MAX) * (DESIGN_DEPTH + HEADER_WORDS) + HEADER_WORDS <= 1 << NEXT_BITS);
+// Every slot fits below the depth (the arena is rounded up to whole pages),
+// every depth below the published bit.
+const _: () = assert!(
+    (1 << BITS_MAX) * (DESIGN_DEPTH + HEADER_WORDS) + HEADER_WORDS + PAGE_SIZE / size_of::<Word>()
+        <= 1 << NEXT_BITS
+);
 const _: () = assert!(MAX_DEPTH as u64 <= DEPTH_MASK);
 // And the ref count caches take every slot.
 const _: () = assert!(NEXT_BITS <= refs::SLOT_BITS);
@@ -305,7 +309,8 @@ impl<H: StackHash> Table<H> {
         if !(BITS_MIN..=BITS_MAX).contains(&bits) {
             return Err(EINVAL);
         }
-        let words = HEADER_WORDS + (1 << bits) * (DESIGN_DEPTH + HEADER_WORDS);
+        // The pages the arena takes in any case hold records too.
+        let words = fill_pages::<Word>(HEADER_WORDS + (1 << bits) * (DESIGN_DEPTH + HEADER_WORDS));
         Ok(Self {
             buckets: storage(1 << bits, || Atomic::new(0))?,
             arena: storage(words, Word::new)?,
@@ -337,9 +342,7 @@ impl<H: StackHash> Table<H> {
     /// Returns the bytes the buckets, the arena and the ref count caches
     /// occupy.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.buckets.len() * size_of::<Atomic<u32>>()
-            + self.arena.len() * size_of::<Word>()
-            + self.refs.memory_bytes()
+        storage_bytes(&self.buckets) + storage_bytes(&self.arena) + self.refs.memory_bytes()
     }
 
     /// Returns the number of stacks stored in this generation.

@@ -21,6 +21,7 @@ mod cases {
     };
     use kernel::{
         new_spinlock,
+        page::PAGE_SIZE,
         percpu::possible_cpus,
         prelude::*,
         sync::{rcu, Arc},
@@ -443,9 +444,12 @@ mod cases {
         assert_eq!(map.stats().totals().full, 1);
     }
 
-    /// Returns the arena words a map of `2^bits` stacks has for records.
+    /// Returns the arena words a map of `2^bits` stacks has for records:
+    /// room for `2^bits` of depth 16 after word 0, and the rest of the last
+    /// page.
     fn record_words(bits: u32) -> usize {
-        (1 << bits) * (DESIGN_DEPTH + 1)
+        let bytes = 8 * (1 + (1 << bits) * (DESIGN_DEPTH + 1));
+        bytes.div_ceil(PAGE_SIZE) * PAGE_SIZE / 8 - 1
     }
 
     #[test]
@@ -482,8 +486,20 @@ mod cases {
         for id in 0..capacity {
             lookup(&map, &stack(id, DESIGN_DEPTH)).expect("fits");
         }
-        assert_eq!(lookup(&map, &stack(capacity, 0)), Err(Fallback::Full));
-        assert_eq!(map.table().entries(), capacity);
+        // The rest of the arena's last page holds a few more, and a shorter
+        // one in what is left; then not even a header fits.
+        let rest = record_words(BITS_MIN) - capacity * (DESIGN_DEPTH + 1);
+        let mut id = capacity;
+        for _ in 0..rest / (DESIGN_DEPTH + 1) {
+            lookup(&map, &stack(id, DESIGN_DEPTH)).expect("fits");
+            id += 1;
+        }
+        if let Some(depth) = (rest % (DESIGN_DEPTH + 1)).checked_sub(1) {
+            lookup(&map, &stack(id, depth)).expect("fits");
+            id += 1;
+        }
+        assert_eq!(lookup(&map, &stack(id, 1)), Err(Fallback::Full));
+        assert_eq!(map.table().entries(), id);
         // Stacks of 3 frames take 4 words: over four times as many fit.
         let map = self::map(BITS_MIN);
         let mut id = 0;
