@@ -59,6 +59,12 @@ instance_report() {
 			 fallback_depth fallback_reset capacity memory_bytes stack_bytes; do
 			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
 		done
+		# The depth of the stacks stored, from their records: stack_bytes
+		# also counts the room of inserts that lost a race.
+		set -- `awk '/^stack_id / { n++; frames += $NF }
+			END { print n + 0, frames + 0 }' $d/stack_map`
+		emit map $w on records $1
+		emit map $w on frames_stored $2
 	fi
 }
 
@@ -109,7 +115,8 @@ history() {
 	exec 3> instances/bench-on/tracing_on 4> instances/bench-off/tracing_on
 	echo 1 > instances/bench-off/tracing_on
 	echo 1 > instances/bench-on/tracing_on
-	# Until both buffers wrapped, so that each holds what it can hold.
+	# Until both buffers wrapped, so that each holds what it can hold: the
+	# one with the stackmap, whose events are smaller, wraps last.
 	rounds=0
 	while [ $rounds -lt 40 ] && ! wrapped instances/bench-on; do
 		on_each_cpu $work

@@ -26,6 +26,17 @@ def arena_depth():
 
 ARENA_DEPTH = arena_depth()
 RECORD_HEADER_WORDS = 1
+PAGE_SIZE = 4096
+
+
+def arena_words(capacity):
+    """The arena words a map of capacity stacks has for records, as table.rs
+    sizes it: a record of ARENA_DEPTH frames per stack after word 0, and the
+    rest of the last page."""
+    words = 1 + capacity * (ARENA_DEPTH + RECORD_HEADER_WORDS)
+    return -(-words * 8 // PAGE_SIZE) * PAGE_SIZE // 8 - 1
+
+
 # Ring buffer bytes of an event with no payload: the event header and the
 # trace_entry. A kernel_stack event adds 8 (its size and pad) besides its
 # frames, a stack_cookie event its 8-byte cookie; an event with a payload
@@ -164,14 +175,11 @@ def main():
             depth = row["stack_depth"]
             bound = history_bound(h["off"], depth, COOKIE_EVENT)
             smallest = history_bound(h["off"], depth, SMALLEST_EVENT)
-            scale = row["entries_ratio"] / bound
             row["bound_with_cookie_event"] = bound
             row["bound_with_smallest_event"] = smallest
             detail += (f"; by the off figures, {COOKIE_EVENT}-byte cookie events give "
                        f"{bound:.2f}x and the smallest event there can be ({SMALLEST_EVENT} "
-                       f"bytes: event header, trace_entry, a u32) {smallest:.2f}x, "
-                       f"{smallest * scale:.2f}x scaled as the measured ratio exceeds the "
-                       f"estimate")
+                       f"bytes: event header, trace_entry, a u32) {smallest:.2f}x")
         targets.append((f"{w}: entries retained on/off >= {HISTORY_TARGET}", met, detail))
 
     print()
@@ -179,8 +187,9 @@ def main():
     print("stacks stored, against the reference design's 520 and against 8 * depth + 16 for")
     print("their depth. A map not yet full holds the room of the stacks it has yet to store:")
     print("'if full' spreads its footprint over as many stacks of that depth as its arena holds")
-    print(f"({ARENA_DEPTH + RECORD_HEADER_WORDS} words per stack of capacity; a record is a "
-          "header word and a word per frame).")
+    print(f"({ARENA_DEPTH + RECORD_HEADER_WORDS} words per stack of capacity, and the rest of "
+          "the arena's last page;")
+    print("a record is a header word and a word per frame).")
     print(f"{'workload':9} {'stacks':>6} {'recorded':>8} {'dedup':>7} {'depth':>5} "
           f"{'per stack':>9} {'/ref':>6} {'if full':>7} {'budget':>6} {'refused':>7}")
     full_maps = 0
@@ -193,14 +202,16 @@ def main():
         hits_inserts = m.get("hits", 0) + m.get("inserts", 0)
         recorded = hits_inserts + sum(m.get(k, 0) for k in (
             "fallback_full", "fallback_busy", "fallback_depth", "fallback_reset"))
-        # stack_bytes counts the records, headers included (and the rare
-        # reservation left unused by an insert that lost a race).
-        depth = m["stack_bytes"] / stacks / 8 - RECORD_HEADER_WORDS
+        # The depth of the stored records; stack_bytes, the fallback, also
+        # counts the rare room left unused by an insert that lost a race.
+        if m.get("records"):
+            depth = m.get("frames_stored", 0) / m["records"]
+        else:
+            depth = m["stack_bytes"] / stacks / 8 - RECORD_HEADER_WORDS
         budget = 8 * depth + 16
         footprint = m["memory_bytes"] / stacks
         capacity = m["capacity"]
-        fitting = (capacity * (ARENA_DEPTH + RECORD_HEADER_WORDS)
-                   // (depth + RECORD_HEADER_WORDS))
+        fitting = arena_words(capacity) // (depth + RECORD_HEADER_WORDS)
         if_full = m["memory_bytes"] / fitting
         refused = m.get("fallback_full", 0)
         result["memory"][name] = {"stacks": stacks, "capacity": capacity,
