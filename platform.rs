@@ -74,7 +74,7 @@ pub(crate) type Storage<T> = VVec<T>;
 pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>> {
     // SAFETY: `si_mem_available()` has no preconditions.
     let available = unsafe { kernel::bindings::si_mem_available() };
-    let pages = len.saturating_mul(size_of::<T>()).div_ceil(PAGE_SIZE);
+    let pages = pages_for::<T>(len);
     if !usize::try_from(available).is_ok_and(|available| available >= pages) {
         return Err(ENOMEM);
     }
@@ -85,20 +85,20 @@ pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>>
     Ok(v)
 }
 
-/// Returns `bytes` rounded up to whole pages, as vmalloc hands them out.
-fn in_pages(bytes: usize) -> usize {
-    bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE)
+/// Returns the pages vmalloc gives `len` elements of `T`.
+fn pages_for<T>(len: usize) -> usize {
+    len.saturating_mul(size_of::<T>()).div_ceil(PAGE_SIZE)
 }
 
 /// Returns how many elements of `T` fill the pages that `len` of them take:
 /// a [`storage`] of that many costs no more than one of `len`.
 pub(crate) fn fill_pages<T>(len: usize) -> usize {
-    in_pages(len.saturating_mul(size_of::<T>())) / size_of::<T>()
+    pages_for::<T>(len).saturating_mul(PAGE_SIZE) / size_of::<T>()
 }
 
 /// Returns the bytes `storage` occupies: the pages vmalloc gave it.
 pub(crate) fn storage_bytes<T>(storage: &Storage<T>) -> usize {
-    in_pages(storage.len().saturating_mul(size_of::<T>()))
+    pages_for::<T>(storage.len()).saturating_mul(PAGE_SIZE)
 }
 
 /// A word of the frame arena.
