@@ -186,9 +186,11 @@ history vfs vfs_setup files_work
 history fs fs_setup files_work
 history sched sched_setup files_work
 history distinct hot_setup tree_work
-# The same, into the smallest map there is: it fills, and shows what the map
-# does under pressure and what a full map costs per stack it stores.
+# The same, into the smallest map there is and into one four times larger:
+# they fill, and show what the map does under pressure and what a full map
+# costs per stack it stores, with more or less of its fixed part per stack.
 history full hot_setup tree_work 10
+history full12 hot_setup tree_work 12
 
 # Cost per recorded stack: a syscall loop traced with the function tracer
 # only, with a full stack per call, and through the stackmap (hits). Each

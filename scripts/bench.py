@@ -62,6 +62,7 @@ WORKLOADS = {
     "sched": "sched_switch + sched_wakeup, options/stacktrace",
     "distinct": "function tracer on hot lock/alloc functions, func_stack_trace",
     "full": "the same as distinct, into a map of 2^10 stacks, which fills",
+    "full12": "the same, into a map of 2^12 stacks, which fills",
 }
 
 
