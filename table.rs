@@ -442,18 +442,7 @@ impl<H: StackHash> Table<H> {
         frames: &[usize],
         _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
-        // The gate first: whatever is recorded in full while a reset runs
-        // counts as such, not in a counter the reset is rebasing.
-        let Some(generation) = self.open() else {
-            return Err(Fallback::Reset);
-        };
-        if frames.len() > MAX_DEPTH {
-            return Err(Fallback::Depth);
-        }
-        let hash = self.hash.hash(frames);
-        let Some(bucket) = self.buckets.get(bucket(hash, self.bits())) else {
-            return Err(Fallback::Full);
-        };
+        let (generation, bucket) = self.admit(frames)?;
         // ORDERING: Acquire pairs with the Release cmpxchg that linked the
         // chain's first record in `insert()`; every cmpxchg of the bucket is
         // one, so the records linked before it are visible too.
@@ -468,6 +457,29 @@ impl<H: StackHash> Table<H> {
             Walk::TooLong => Err(Fallback::Full),
             Walk::Missing(len) => self.insert(bucket, head, len, frames, generation, entry),
         }
+    }
+
+    /// Returns the generation a lookup of `frames` counts in and the bucket
+    /// of their chain, or why the stack is recorded in full before any
+    /// walk: a reset running, or a stack deeper than any record.
+    ///
+    /// The gate first: whatever is recorded in full while a reset runs
+    /// counts as such, not in a counter the reset is rebasing.
+    #[inline(always)]
+    fn admit(&self, frames: &[usize]) -> Result<(u32, &Atomic<u32>), Fallback> {
+        let generation = self.open().ok_or(Fallback::Reset)?;
+        if frames.len() > MAX_DEPTH {
+            return Err(Fallback::Depth);
+        }
+        Ok((generation, self.bucket_of(frames).ok_or(Fallback::Full)?))
+    }
+
+    /// Returns the bucket of `frames`, which holds the slot of the last
+    /// record linked in their chain.
+    #[inline(always)]
+    fn bucket_of(&self, frames: &[usize]) -> Option<&Atomic<u32>> {
+        self.buckets
+            .get(bucket(self.hash.hash(frames), self.bits()))
     }
 
     /// Returns whether the record in `slot`, whose count a CPU's entry
@@ -735,15 +747,7 @@ impl<H: StackHash> Table<H> {
         frames: &[usize],
         _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
-        let generation = self.open().ok_or(Fallback::Reset)?;
-        if frames.len() > MAX_DEPTH {
-            return Err(Fallback::Depth);
-        }
-        let hash = self.hash.hash(frames);
-        let bucket = self
-            .buckets
-            .get(bucket(hash, self.bits()))
-            .ok_or(Fallback::Full)?;
+        let (generation, bucket) = self.admit(frames)?;
         match self.walk(head, 0, MAX_PROBE, frames) {
             Walk::Missing(len) => {
                 let entry = entry_of(frames, |f| f as u64);
@@ -763,9 +767,8 @@ impl<H: StackHash> Table<H> {
         slot: usize,
         _rcu: ReadSection<'_>,
     ) -> Option<usize> {
-        let hash = self.hash.hash(frames);
         // ORDERING: Acquire, as in `lookup_hashed()`.
-        let head = self.buckets.get(bucket(hash, self.bits()))?.load(Acquire) as usize;
+        let head = self.bucket_of(frames)?.load(Acquire) as usize;
         for limit in 1..=MAX_PROBE {
             match self.walk(head, 0, limit, frames) {
                 Walk::Found(found) => return (found == slot).then_some(limit - 1),
