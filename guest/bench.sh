@@ -56,7 +56,7 @@ instance_report() {
 	fi
 	if [ $m = on ]; then
 		for k in entries hits inserts fallback_full fallback_busy \
-			 fallback_depth fallback_reset capacity memory_bytes stack_bytes; do
+			 fallback_depth fallback_reset capacity memory_bytes; do
 			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
 		done
 		# The depth of the stacks stored, from their records: stack_bytes

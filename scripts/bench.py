@@ -197,18 +197,15 @@ def main():
     for name in WORKLOADS:
         m = data["map"].get(name, {}).get("on", {})
         stacks = m.get("entries", 0)
-        if not stacks or "stack_bytes" not in m or "capacity" not in m:
+        if not stacks or not m.get("records") or "capacity" not in m:
             targets.append((f"{name}: map figures", False, "missing"))
             continue
         hits_inserts = m.get("hits", 0) + m.get("inserts", 0)
         recorded = hits_inserts + sum(m.get(k, 0) for k in (
             "fallback_full", "fallback_busy", "fallback_depth", "fallback_reset"))
-        # The depth of the stored records; stack_bytes, the fallback, also
-        # counts the rare room left unused by an insert that lost a race.
-        if m.get("records"):
-            depth = m.get("frames_stored", 0) / m["records"]
-        else:
-            depth = m["stack_bytes"] / stacks / 8 - RECORD_HEADER_WORDS
+        # The depth of the stored records, as stack_map lists them (not from
+        # stack_bytes, which also counts the room of inserts that lost a race).
+        depth = m.get("frames_stored", 0) / m["records"]
         budget = 8 * depth + 16
         footprint = m["memory_bytes"] / stacks
         capacity = m["capacity"]
