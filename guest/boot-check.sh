@@ -79,6 +79,20 @@ nothing_lost() {
 cookies_given() {
 	echo $((`stat_value hits` + `stat_value inserts`))
 }
+# Each of them is in the trace, where it resolves (no reset came after
+# it, so none is stale), and prints the frames of its stack_map record.
+every_cookie_resolves() {
+	if buffer_overran; then
+		return 1
+	fi
+	echo 1 > options/sym-offset
+	cat trace > $TMPDIR/boot-trace
+	resolved=`count '<stack_id [0-9]+ gen [0-9]+>$' $TMPDIR/boot-trace`
+	stale=`count ' stale>$' $TMPDIR/boot-trace`
+	echo "cookies given: `cookies_given`; in the trace: $resolved resolved, $stale stale"
+	test "$stale" -eq 0 && test "$resolved" -eq "`cookies_given`" &&
+		cookies_print_their_records $TMPDIR/boot-trace
+}
 
 # After the baseline: the option it ran with stayed on, its stacks went
 # through the map, and the map still works after its tracer switches,
@@ -143,8 +157,8 @@ check "boot: a bad ftrace_stackmap.bits is warned of, ignored or clamped" \
 check "boot: ftrace_stackmap.bits=19 is clamped to 18, warned, and sizes the top map" \
 	bits_are_clamped_to_18
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
-check "boot: every cookie resolves to its stack_map record" \
-	cookies_print_their_records
+check "boot: every cookie given is in the trace and resolves to its stack_map record" \
+	every_cookie_resolves
 check "boot: every other stack is in full and counted" nothing_lost
 check "boot: a persistent instance refuses the option (EINVAL)" persistent_refuses
 # From here on only the baseline records stacks.
