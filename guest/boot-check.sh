@@ -7,8 +7,9 @@
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines; with 'end', the
 # checks after the upstream baseline ran on that boot; with 'startup', the
-# checks of a boot with trace_options=stackmap alone. Exits 1 if a check
-# failed.
+# checks of a boot with trace_options=stackmap alone; with 'plain', those
+# of a boot with ftrace_stackmap.bits=12 alone, before any test. Exits 1
+# if a check failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
 . $TEST_DIR/stackmap/stackmap.lib
@@ -126,6 +127,36 @@ startup_tests_passed() {
 	dmesg | grep -e 'Testing tracer' -e FAILED
 	dmesg | grep -q 'Testing tracer wakeup: PASSED' && ! dmesg | grep -q FAILED
 }
+# Without the option on the command line, the top instance gets no map
+# until the option is set: its stack_map_stat shows the size it would
+# have, and no memory.
+no_map_at_boot() {
+	test "`cat options/stackmap`" = 0 &&
+		test "`stat_value generation`" -eq 0 &&
+		test "`stat_value memory_bytes`" -eq 0 &&
+		test "`stat_value capacity`" -eq 4096
+}
+# The map the option then makes has the size ftrace_stackmap.bits= gave.
+first_map_has_boot_bits() {
+	echo 1 > options/stackmap
+	echo "stack_map_bits: `cat stack_map_bits`, capacity: `stat_value capacity`"
+	test "`cat stack_map_bits`" -eq 12 &&
+		test "`stat_value capacity`" -eq 4096 &&
+		test "`stat_value generation`" -eq 1 &&
+		test "`stat_value memory_bytes`" -gt 0
+	ret=$?
+	echo 0 > options/stackmap
+	return $ret
+}
+if [ "${1-}" = plain ]; then
+	plan=2
+	echo "1..$plan"
+	check "plain: no map at boot without the option" no_map_at_boot
+	check "plain: ftrace_stackmap.bits=12 sizes the first map" first_map_has_boot_bits
+	finish
+	exit
+fi
+
 if [ "${1-}" = startup ]; then
 	plan=3
 	echo "1..$plan"

@@ -14,6 +14,7 @@
 #   boot-end           checks of that boot after the baseline ran on it
 #   startup            checks of the tracers' startup tests on a boot with
 #                      trace_options=stackmap alone
+#   plain              checks of a boot with ftrace_stackmap.bits=12 alone
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
@@ -64,9 +65,9 @@ for section in "$@"; do
 		echo "@@SECTION ftracetest boot-end@@"
 		sh /boot-check.sh end || status=1
 		;;
-	startup)
-		echo "@@SECTION ftracetest startup@@"
-		sh /boot-check.sh startup || status=1
+	startup|plain)
+		echo "@@SECTION ftracetest $section@@"
+		sh /boot-check.sh $section || status=1
 		;;
 	*)
 		echo "check.sh: unknown section '$section'"

@@ -39,14 +39,14 @@ STACKMAP_LATE="test.d/stackmap/stackmap-full.tc test.d/stackmap/stackmap-reset.t
 
 # Every section must report every case of its plan, none skipped: this
 # repo always installs the stackmap tests and the KUnit suite.
-first=(kunit stackmap baseline)
+first=(kunit plain stackmap baseline)
 second=(kunit boot baseline-stackmap boot-end stackmap-late)
 summary_args=(--kunit-suite ftrace_stackmap --kunit-suite trace_stackmap)
-for section in stackmap baseline boot baseline-stackmap boot-end stackmap-late; do
+for section in plain stackmap baseline boot baseline-stackmap boot-end stackmap-late; do
 	summary_args+=(--section "$section")
 done
-for section in kunit stackmap baseline boot baseline-stackmap boot-end stackmap-late \
-	       host miri panic-free series; do
+for section in kunit plain stackmap baseline boot baseline-stackmap boot-end \
+	       stackmap-late host miri panic-free series; do
 	summary_args+=(--must-run "$section")
 done
 
