@@ -75,7 +75,7 @@ impl Totals {
     }
 
     /// Adds `other` into `self`, saturating.
-    fn add(&mut self, other: &Totals) {
+    pub(crate) fn add(&mut self, other: &Totals) {
         self.hits = self.hits.saturating_add(other.hits);
         self.inserts = self.inserts.saturating_add(other.inserts);
         self.full = self.full.saturating_add(other.full);

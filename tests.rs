@@ -12,6 +12,7 @@ mod cases {
         hash::{SeededHash, StackHash},
         platform::{Acquire, Atomic, ReadSection, Relaxed, Release},
         refs::{self, Refs, SharedCounts, CPU_WORDS, FIRST_COUNT, SATURATED, TAKE_EVERY},
+        stats::Totals,
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
@@ -815,6 +816,27 @@ mod cases {
         map.reset().expect("reset");
         let t = map.stats().totals();
         assert_eq!(t.hits + t.inserts + t.fallbacks(), 0);
+    }
+
+    #[test]
+    fn counter_sums_saturate() {
+        // Each CPU's counters are 64-bit and do not wrap in practice; the
+        // totals over CPUs, and of the fallbacks, saturate.
+        let mut sum = Totals {
+            hits: u64::MAX - 1,
+            full: u64::MAX,
+            ..Totals::default()
+        };
+        sum.add(&Totals {
+            hits: 5,
+            inserts: 7,
+            busy: 1,
+            ..Totals::default()
+        });
+        assert_eq!(sum.hits, u64::MAX);
+        assert_eq!(sum.inserts, 7);
+        assert_eq!((sum.full, sum.busy), (u64::MAX, 1));
+        assert_eq!(sum.fallbacks(), u64::MAX);
     }
 
     #[test]
