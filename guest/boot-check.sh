@@ -42,6 +42,12 @@ echo 0 > tracing_on
 TMPDIR=/tmp
 
 option_is_on() { test "`cat options/stackmap`" = 1; }
+# top_map_has_bits N: stack_map_bits reads N, and the map, or the one the
+# option would make, holds 2^N stacks.
+top_map_has_bits() {
+	echo "stack_map_bits: `cat stack_map_bits`, capacity: `stat_value capacity`"
+	test "`cat stack_map_bits`" -eq $1 && test "`stat_value capacity`" -eq $((1 << $1))
+}
 # Each ftrace_stackmap.bits= is taken in turn, with a warning for each
 # bad one: a value that is not a number is ignored; one out of range, even
 # of an int's, is clamped.
@@ -52,8 +58,7 @@ bad_bits_are_warned() {
 # The last one, 19, is out of range too: clamped to the largest size.
 bits_are_clamped_to_18() {
 	dmesg | grep 'ftrace_stackmap.bits=19 out of range, clamped to \[10, 18\]' &&
-		test "`cat stack_map_bits`" = 18 &&
-		test "`stat_value capacity`" = 262144
+		top_map_has_bits 18
 }
 first_stack_is_cookie() {
 	# The first stack is the oldest one only if none was overwritten.
@@ -134,14 +139,12 @@ no_map_at_boot() {
 	test "`cat options/stackmap`" = 0 &&
 		test "`stat_value generation`" -eq 0 &&
 		test "`stat_value memory_bytes`" -eq 0 &&
-		test "`stat_value capacity`" -eq 4096
+		top_map_has_bits 12
 }
 # The map the option then makes has the size ftrace_stackmap.bits= gave.
 first_map_has_boot_bits() {
 	echo 1 > options/stackmap
-	echo "stack_map_bits: `cat stack_map_bits`, capacity: `stat_value capacity`"
-	test "`cat stack_map_bits`" -eq 12 &&
-		test "`stat_value capacity`" -eq 4096 &&
+	top_map_has_bits 12 &&
 		test "`stat_value generation`" -eq 1 &&
 		test "`stat_value memory_bytes`" -gt 0
 	ret=$?
