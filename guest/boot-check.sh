@@ -74,7 +74,8 @@ first_stack_is_cookie() {
 }
 persistent_refuses() {
 	write_fails instances/persistent/options/stackmap 1 "Invalid argument" &&
-		test "`cat instances/persistent/options/stackmap`" = 0
+		test "`cat instances/persistent/options/stackmap`" = 0 &&
+		! ls instances/persistent/stack_map* 2> /dev/null
 }
 # nothing_lost [FALLBACKS]: every stack the map counted as recorded in full
 # since it counted FALLBACKS (0: since it was made) is in the trace.
@@ -194,7 +195,8 @@ check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie given is in the trace and resolves to its stack_map record" \
 	every_cookie_resolves
 check "boot: every other stack is in full and counted" nothing_lost
-check "boot: a persistent instance refuses the option (EINVAL)" persistent_refuses
+check "boot: a persistent instance refuses the option (EINVAL), has no map files" \
+	persistent_refuses
 # From here on only the baseline records stacks.
 echo 0 > events/sched/sched_switch/enable
 cookies_given > /tmp/boot-cookies
