@@ -135,20 +135,19 @@ startup_tests_passed() {
 }
 # Without the option on the command line, the top instance gets no map
 # until the option is set: its stack_map_stat shows the size it would
-# have, and no memory.
+# have, and no memory; its dumps are empty (stack_map_bin: only the
+# header, whose generation and nr_stacks are its 4th and 5th words), and
+# a reset does nothing and succeeds.
 no_map_at_boot() {
 	test "`cat options/stackmap`" = 0 &&
 		test "`stat_value generation`" -eq 0 &&
 		test "`stat_value memory_bytes`" -eq 0 &&
-		top_map_has_bits 12 || return 1
-	# Its files read as an empty map of generation 0 (stack_map_bin:
-	# only the header, whose generation and nr_stacks are its 4th and
-	# 5th words), and a reset does nothing and succeeds.
-	test -z "`cat stack_map`" || return 1
-	test "`wc -c < stack_map_bin`" -eq 24 || return 1
-	set -- `od -A n -t u4 -N 24 stack_map_bin`
-	echo "stack_map_bin header: $*"
-	test "$4" = 0 && test "$5" = 0 &&
+		top_map_has_bits 12 &&
+		test -z "`cat stack_map`" &&
+		test "`wc -c < stack_map_bin`" -eq 24 &&
+		set -- `od -A n -t u4 -N 24 stack_map_bin` &&
+		echo "stack_map_bin header: $*" &&
+		test "$4" = 0 && test "$5" = 0 &&
 		echo 0 > stack_map &&
 		test "`stat_value generation`" -eq 0 &&
 		test "`stat_value memory_bytes`" -eq 0
