@@ -54,7 +54,7 @@ unsafe fn borrow<'a>(map: *mut CMap) -> &'a StackMap {
 /// `prev` is NULL for an instance's first map, or the map the new one
 /// replaces: the new map's generations follow `prev`'s, so that cookies of
 /// `prev` still in the ring buffer stay stale, and `prev` is never reset
-/// again (a reset of it returns at once).
+/// again (a reset of it fails with -EAGAIN).
 ///
 /// # Safety
 ///
@@ -179,8 +179,9 @@ pub unsafe extern "C" fn ftrace_stackmap_frames(
 
 /// Empties `map` and bumps its generation; see [`StackMap::reset`].
 ///
-/// Returns 0, or -EOVERFLOW, with nothing changed, if `map` is at the last
-/// generation.
+/// Returns 0; -EAGAIN, with nothing changed, if `map` was replaced (the
+/// caller waits for its successor, which started empty, to be published);
+/// or -EOVERFLOW, with nothing changed, if `map` is at the last generation.
 ///
 /// # Safety
 ///

@@ -26,14 +26,18 @@ impl<H: StackHash> StackMap<H> {
     ///
     /// Sleeps. When it returns, the map is empty and one generation higher,
     /// and every recorder that raced it either completed against the old
-    /// generation or fell back to a full stack. A map that was replaced is
-    /// left as it is: its successor starts empty, at the generations this
-    /// one would move on to. A map at the last generation is left as it is
-    /// too, and the reset fails with `EOVERFLOW` (see [`crate::cookie`]).
+    /// generation or fell back to a full stack.
+    ///
+    /// A map that was replaced is left as it is, and the reset fails with
+    /// `EAGAIN`: its successor started empty, at the generations this one
+    /// would move on to, and is the one to reset, once whoever replaced
+    /// this map has published it. A map at the last generation is left as
+    /// it is too, and the reset fails with `EOVERFLOW` (see
+    /// [`crate::cookie`]).
     pub(crate) fn reset(&self) -> Result {
         let guard = self.reset_lock.lock();
         if *guard {
-            return Ok(());
+            return Err(EAGAIN);
         }
         let next = next_generation(self.table.generation())?;
         self.close_for_reset(&guard);

@@ -80,7 +80,7 @@ impl StackMap {
             return Self::with_hash(bits, FIRST_GENERATION, hash);
         };
         // A reset of `prev` waits until this map exists; after that it
-        // finds `prev` replaced and leaves it alone.
+        // finds `prev` replaced, leaves it alone and fails with `EAGAIN`.
         let mut replaced = prev.reset_lock.lock();
         if *replaced {
             return Err(EBUSY);

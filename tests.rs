@@ -751,9 +751,10 @@ mod cases {
         let again = lookup(&new, &stack(2, 6)).expect("hit").cookie();
         assert_eq!(again.generation(), FIRST_GENERATION + 2);
         // A reset that raced the replacement and reaches the old map later
-        // leaves it alone: the old map's recorders still in flight never get
-        // cookies of the new map's generation.
-        old.reset().expect("left alone");
+        // leaves it alone, and says so, so that its caller waits for the new
+        // map: the old map's recorders still in flight never get cookies of
+        // the new map's generation.
+        assert_eq!(old.reset(), Err(EAGAIN));
         assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
         assert!(resolve(&old, second).is_some());
         // Nor is it replaced again: a second map after it would issue the
