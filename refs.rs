@@ -273,7 +273,7 @@ impl Refs {
         held.word & COUNT < SATURATED - 1
             && self
                 .pending
-                .this_cpu_cmpxchg(held.index, held.word, held.word.wrapping_add(1))
+                .this_cpu_try_cmpxchg(held.index, held.word, held.word.wrapping_add(1))
     }
 
     /// Adds one to the count of `slot`, whose stack was found, in `counts`;
@@ -300,7 +300,7 @@ impl Refs {
             // by the Release in `add_shared()`.
             if self
                 .pending
-                .this_cpu_cmpxchg(index, old, old.wrapping_add(1))
+                .this_cpu_try_cmpxchg(index, old, old.wrapping_add(1))
             {
                 return;
             }
@@ -322,7 +322,10 @@ impl Refs {
         if old == 0 || before.wrapping_add(1) % TAKE_EVERY == 0 {
             // ORDERING: Unordered, as above; the count it takes leaves with
             // the Release in `add_shared()`.
-            if self.pending.this_cpu_cmpxchg(index, old, tag(slot, entry)) {
+            if self
+                .pending
+                .this_cpu_try_cmpxchg(index, old, tag(slot, entry))
+            {
                 self.flush(counts, old);
             }
         }
@@ -341,10 +344,10 @@ impl Refs {
     #[cold]
     fn hit_saturated(&self, counts: &impl SharedCounts, index: usize, old: u64, tag: u64) {
         let own = old & !COUNT == tag;
-        self.pending.add(SATURATED_HITS, 1);
+        self.pending.this_cpu_add(SATURATED_HITS, 1);
         if own || old == 0 || self.pending.this_cpu_read(SATURATED_HITS) % TAKE_EVERY == 0 {
             // ORDERING: Unordered, as in `hit()`.
-            if self.pending.this_cpu_cmpxchg(index, old, tag) && !own {
+            if self.pending.this_cpu_try_cmpxchg(index, old, tag) && !own {
                 self.flush(counts, old);
             }
         }
@@ -356,7 +359,7 @@ impl Refs {
     pub(crate) fn fill(&self, slot: usize, entry: Entry) {
         let old = self.pending.this_cpu_read(entry.index);
         self.pending
-            .this_cpu_cmpxchg(entry.index, old, tag(slot, entry) | (SATURATED - 1));
+            .this_cpu_try_cmpxchg(entry.index, old, tag(slot, entry) | (SATURATED - 1));
     }
 
     /// Moves the count of the entry `word`, just taken from a CPU's cache,

@@ -6,7 +6,7 @@
 //! prefix, no cache line shared with other CPUs, and safe against the
 //! interrupts and NMIs that count on the same CPU in the middle of another
 //! update (where the architecture's `this_cpu_add()` is not NMI-safe, it is
-//! a `cmpxchg()` loop, see [`PerCpuCounters::add`]). The counters are
+//! an atomic add, see [`PerCpuCounters`]). The counters are
 //! 64-bit, so they cannot wrap in practice; their sums saturate.
 //!
 //! They are only ever added to, each by the CPU that runs the update: a
@@ -111,7 +111,7 @@ impl Stats {
     /// Counts the outcome of one lookup on the current CPU.
     #[inline]
     pub(crate) fn count(&self, outcome: &core::result::Result<Found, Fallback>) {
-        self.counts.add(index(outcome), 1);
+        self.counts.this_cpu_add(index(outcome), 1);
     }
 
     /// Returns counter `index` of `cpu` since the last reset.

@@ -263,7 +263,7 @@ pub mod percpu {
         /// A load and a store, as `this_cpu_add()` is no locked
         /// instruction: a CPU's counters have one writer, its thread.
         #[inline]
-        pub fn add(&self, index: usize, value: u64) {
+        pub fn this_cpu_add(&self, index: usize, value: u64) {
             if let Some(counter) = self.this_cpu(index) {
                 counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
             }
@@ -284,7 +284,7 @@ pub mod percpu {
         /// their own, a load and a store, as `this_cpu_cmpxchg()` has no
         /// lock prefix on x86.
         #[inline]
-        pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+        pub fn this_cpu_try_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
             let Some(counter) = self.this_cpu(index) else {
                 return false;
             };

@@ -34,7 +34,11 @@ pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
 /// sets one with `this_cpu_cmpxchg()`: on architectures with per-CPU
 /// addressing each is one instruction, atomic against interrupts and NMIs
 /// on the same CPU, with no lock prefix and no cache line shared with other
-/// CPUs. Any CPU may read any CPU's counters.
+/// CPUs. Where the architecture's `this_cpu` operations are not NMI-safe
+/// (no `CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS`), they are relaxed atomics
+/// on the current CPU's counter instead, which are NMI-safe where the
+/// architecture's atomics are (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`). Any CPU
+/// may read any CPU's counters.
 ///
 /// # Invariants
 ///
@@ -48,7 +52,7 @@ pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
 /// use kernel::{percpu::{possible_cpus, PerCpuCounters}, prelude::*};
 ///
 /// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
-/// counters.add(1, 5);
+/// counters.this_cpu_add(1, 5);
 /// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, 1)).sum();
 /// assert_eq!(sum, 5);
 /// # Ok::<(), Error>(())
@@ -61,23 +65,26 @@ pub struct PerCpuCounters<const N: usize> {
 // which any thread may use, and the allocation may be freed from any thread.
 unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
-// SAFETY: `add()` and `this_cpu_cmpxchg()` update the calling CPU's
-// counters, with operations that are atomic on that CPU (a caller that moved
-// to another CPU meanwhile may update the first one's counter, atomically,
-// see `add()` and `this_cpu_cmpxchg()`); `read()` and `set()` access any
-// CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
+// SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_try_cmpxchg()`
+// access the calling CPU's counters, with operations that are atomic on that
+// CPU (a caller that moved to another CPU meanwhile may update the first
+// one's counter, atomically, see `this_cpu_add()`); `read()` and `set()`
+// access any CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
     /// Allocates counters for every possible CPU, all 0.
+    ///
+    /// `N` must be at least 1, and the counters of a CPU must fit in the
+    /// per-CPU allocator's smallest unit (`PCPU_MIN_UNIT_SIZE`, 32 KiB).
     pub fn new(flags: Flags) -> Result<Self, AllocError> {
-        // SAFETY: `__alloc_percpu_gfp()` takes any size and alignment: a
-        // size of 0 or above `PCPU_MIN_UNIT_SIZE`, or an alignment above
-        // `PAGE_SIZE` or not a power of two, makes it warn (unless
-        // `__GFP_NOWARN`) and return NULL, which is the allocation failure
-        // below. Otherwise it returns zeroed memory or NULL.
+        // Checked at build time, as the allocator would warn at run time.
+        const { assert!(N > 0 && size_of::<[u64; N]>() <= 32 << 10) };
+        // SAFETY: `__alloc_percpu_gfp()` takes any size and alignment: the
+        // size is within the bounds checked above and the alignment that of
+        // a `u64`. It returns zeroed memory or NULL.
         let ptr = unsafe {
-            bindings::alloc_percpu_gfp(
+            bindings::__alloc_percpu_gfp(
                 size_of::<[u64; N]>(),
                 align_of::<[u64; N]>(),
                 flags.as_raw(),
@@ -97,24 +104,44 @@ impl<const N: usize> PerCpuCounters<N> {
         (index < N).then(|| self.ptr.as_ptr().cast::<u64>().wrapping_add(index))
     }
 
-    /// Adds `value` to counter `index` of the current CPU; does nothing if
-    /// there is no counter `index`.
+    /// Returns counter `index` of the current CPU as an atomic, where the
+    /// architecture's `this_cpu` operations are not NMI-safe.
+    ///
+    /// The CPU is the one that runs the call: a caller that moves to
+    /// another CPU afterwards still updates the first one's counter,
+    /// atomically.
+    #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
+    #[inline]
+    fn this_cpu_atomic(&self, counter: *mut u64) -> &Atomic<u64> {
+        // SAFETY: By the type invariant, `counter`, from `counter()`, is a
+        // per-CPU pointer of this live allocation.
+        let ptr = unsafe { bindings::raw_cpu_ptr(counter.cast()) };
+        // SAFETY: As in `per_cpu()`, for the current CPU.
+        unsafe { Atomic::from_ptr(ptr.cast()) }
+    }
+
+    /// Adds `value` to counter `index` of the current CPU, as
+    /// `this_cpu_add()`; does nothing if there is no counter `index`.
     ///
     /// Safe with preemption enabled: the CPU whose counter is updated is
-    /// the one that runs the update. Atomic against interrupts on that CPU,
-    /// and against NMIs where the architecture's `this_cpu_add()` or its
-    /// `cmpxchg()` is NMI-safe (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`): where
-    /// only the latter is, it is a `cmpxchg()` loop on that CPU's counter,
-    /// picked before the loop, so that a caller that moves to another CPU
-    /// in between adds to the first CPU's counter, atomically.
+    /// the one that runs the update. Atomic against interrupts and NMIs on
+    /// that CPU (see the type's documentation).
     #[inline]
-    pub fn add(&self, index: usize, value: u64) {
-        if let Some(counter) = self.counter(index) {
-            // SAFETY: By the type invariant and `index < N`, `counter` is the
-            // per-CPU pointer of a `u64` of this allocation, which lives as
-            // long as `self`.
-            unsafe { bindings::this_cpu_add_u64(counter, value) };
-        }
+    pub fn this_cpu_add(&self, index: usize, value: u64) {
+        let Some(counter) = self.counter(index) else {
+            return;
+        };
+        #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
+        // SAFETY: By the type invariant and `index < N`, `counter` is the
+        // per-CPU pointer of a `u64` of this allocation, which lives as long
+        // as `self`.
+        unsafe {
+            bindings::this_cpu_add_u64(counter, value)
+        };
+        #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
+        // ORDERING: Relaxed, as `this_cpu_add()`: a counter orders no other
+        // access.
+        self.this_cpu_atomic(counter).add(value, Relaxed);
     }
 
     /// Returns counter `index` of the current CPU, or 0 if there is no
@@ -122,33 +149,36 @@ impl<const N: usize> PerCpuCounters<N> {
     #[inline]
     pub fn this_cpu_read(&self, index: usize) -> u64 {
         self.counter(index).map_or(0, |counter| {
-            // SAFETY: By the type invariant and `index < N`, `counter` is the
-            // per-CPU pointer of a `u64` of this allocation, which lives as
-            // long as `self`.
+            // SAFETY: As in `this_cpu_add()`.
             unsafe { bindings::this_cpu_read_u64(counter) }
         })
     }
 
     /// Sets counter `index` of the current CPU to `new` if it is `old`, as
-    /// `this_cpu_cmpxchg()`; returns whether it did. Does nothing if there
-    /// is no counter `index`.
+    /// `this_cpu_try_cmpxchg()`; returns whether it did. Does nothing if
+    /// there is no counter `index`.
     ///
     /// Safe with preemption enabled: the CPU whose counter is compared and
     /// set is the one that runs the operation. Atomic against interrupts
-    /// on that CPU, and against NMIs where the architecture's
-    /// `this_cpu_cmpxchg()` or its `cmpxchg()` is NMI-safe
-    /// (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`): where only the latter is, it
-    /// is an atomic `cmpxchg()` of that CPU's counter, picked before the
-    /// `cmpxchg()`, so that a caller that moves to another CPU in between
-    /// sets the first CPU's counter and may undo an [`Self::add`] that
-    /// CPU made meanwhile. Counters that both update need preemption
-    /// disabled around this call to lose no count.
+    /// and NMIs on that CPU (see the type's documentation). A caller that
+    /// read `old` on one CPU and moved to another compares against the
+    /// other CPU's counter. Counters that are also added to need
+    /// preemption disabled around the read and this call to lose no count.
     #[inline]
-    pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
-        self.counter(index).is_some_and(|counter| {
-            // SAFETY: As in `this_cpu_read()`.
-            unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) == old }
-        })
+    pub fn this_cpu_try_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+        let Some(counter) = self.counter(index) else {
+            return false;
+        };
+        #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
+        // SAFETY: As in `this_cpu_add()`.
+        let set = unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) == old };
+        #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
+        // ORDERING: Relaxed, as `this_cpu_cmpxchg()`: see `this_cpu_add()`.
+        let set = self
+            .this_cpu_atomic(counter)
+            .cmpxchg(old, new, Relaxed)
+            .is_ok();
+        set
     }
 
     /// Sets counter `index` of `cpu` to `value`; does nothing if there is no
@@ -182,12 +212,16 @@ impl<const N: usize> PerCpuCounters<N> {
         // this live allocation, and `cpu` is a possible CPU (checked above).
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
-        // The `this_cpu_*()` operations of `cpu` store the aligned word
-        // whole on a 64-bit architecture (one instruction on x86-64, an
-        // atomic on arm64, one store in the generic versions), so marked
-        // accesses from other CPUs see the old value or the new one, never
-        // half of each. On 32-bit the generic store is two halves: this module
-        // is only built for `CONFIG_64BIT`.
+        // Every access to a counter is a marked one, so none is a data race:
+        // its CPU uses the `this_cpu_*()` operations (one instruction, or
+        // volatile accesses, or atomics where they are not NMI-safe), and
+        // other CPUs the `READ_ONCE()` and `WRITE_ONCE()` of this `Atomic`.
+        // The `this_cpu_*()` operations store the aligned word whole on a
+        // 64-bit architecture, which this module is only built for, so
+        // other CPUs see the old value or the new one, never half of each.
+        // A `set()` that races an update `cpu` makes, which is atomic on
+        // `cpu` only, may undo it, as documented there, but is no data race
+        // either.
         Some(unsafe { Atomic::<u64>::from_ptr(ptr.cast()) })
     }
 }
