@@ -208,8 +208,17 @@ fn walk_waits_for_a_record_being_written() {
     insert(1);
     let unwritten = table.reserve_unwritten(7).expect("room");
     insert(2);
+    let started = AtomicBool::new(false);
     thread::scope(|s| {
-        let walker = s.spawn(|| walk(&table, 3));
+        let walker = s.spawn(|| {
+            started.store(true, Ordering::Relaxed);
+            walk(&table, 3)
+        });
+        // The walk has had time to reach the unwritten record once its
+        // thread runs, not merely once it was spawned.
+        while !started.load(Ordering::Relaxed) {
+            thread::yield_now();
+        }
         thread::sleep(Duration::from_millis(50));
         assert!(!walker.is_finished(), "the walk did not wait");
         // SAFETY: `unwritten` was reserved above, with 7 frames, and not
