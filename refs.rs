@@ -56,10 +56,7 @@
 //! reads are exact.
 
 use crate::platform::{Acquire, Atomic, Relaxed, Release};
-use kernel::{
-    percpu::{possible_cpus, PerCpuCounters},
-    prelude::*,
-};
+use kernel::{cpu::possible_cpus, percpu::PerCpuCounters, prelude::*};
 
 /// Number of entries each CPU keeps.
 pub(crate) const PENDING: usize = 64;

@@ -20,8 +20,8 @@ use crate::{
     table::{Fallback, Found},
 };
 use kernel::{
-    cpu::{self, CpuId},
-    percpu::{possible_cpus, PerCpuCounters},
+    cpu::{self, possible_cpus, CpuId},
+    percpu::PerCpuCounters,
     prelude::*,
 };
 

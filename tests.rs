@@ -21,9 +21,9 @@ mod cases {
         StackMap,
     };
     use kernel::{
+        cpu::possible_cpus,
         new_spinlock,
         page::PAGE_SIZE,
-        percpu::possible_cpus,
         prelude::*,
         sync::{rcu, Arc},
         time::{delay::fsleep, Delta, Instant, Monotonic},

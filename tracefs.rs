@@ -22,7 +22,7 @@ use crate::{
     table::{MAX_DEPTH, MAX_PROBE},
     StackMap,
 };
-use kernel::{percpu::possible_cpus, seq_file::SeqFile, seq_print, sync::rcu};
+use kernel::{cpu::possible_cpus, seq_file::SeqFile, seq_print, sync::rcu};
 
 /// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
 const TRAMPOLINE_MARKER: usize = i32::MAX as usize;

@@ -166,6 +166,11 @@ pub mod cpu {
         NR_CPUS
     }
 
+    /// Iterates over the CPUs: all of them are possible here.
+    pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
+        (0..NR_CPUS).filter_map(CpuId::from_u32)
+    }
+
     /// A CPU number.
     #[derive(Clone, Copy)]
     pub struct CpuId(u32);
@@ -233,11 +238,6 @@ pub mod percpu {
         error::Result,
     };
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-    /// Iterates over the CPUs: all of them are possible here.
-    pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
-        (0..NR_CPUS).filter_map(CpuId::from_u32)
-    }
 
     /// One CPU's counters, on cache lines of their own as in the per-CPU
     /// areas of the kernel.

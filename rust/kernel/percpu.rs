@@ -7,26 +7,10 @@
 use crate::{
     alloc::{AllocError, Flags},
     bindings,
-    cpu::{self, CpuId},
-    cpumask::Cpumask,
+    cpu::CpuId,
     sync::atomic::{Atomic, Relaxed},
 };
 use core::ptr::NonNull;
-
-/// Returns whether `cpu` is possible: whether per-CPU memory is set aside
-/// for it. CPU ids below `nr_cpu_ids` may have holes.
-fn is_possible(cpu: CpuId) -> bool {
-    // SAFETY: `__cpu_possible_mask` is a static cpumask, valid for reading
-    // for as long as the kernel runs.
-    unsafe { Cpumask::from_raw(&raw const bindings::__cpu_possible_mask) }.test(cpu)
-}
-
-/// Iterates over the possible CPUs, as `for_each_possible_cpu()`.
-pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
-    (0..cpu::nr_cpu_ids())
-        .filter_map(CpuId::from_u32)
-        .filter(|&cpu| is_possible(cpu))
-}
 
 /// `N` 64-bit counters for each possible CPU, from the per-CPU allocator.
 ///
@@ -49,7 +33,7 @@ pub fn possible_cpus() -> impl Iterator<Item = CpuId> {
 /// # Examples
 ///
 /// ```
-/// use kernel::{percpu::{possible_cpus, PerCpuCounters}, prelude::*};
+/// use kernel::{cpu::possible_cpus, percpu::PerCpuCounters, prelude::*};
 ///
 /// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
 /// counters.this_cpu_add(1, 5);
@@ -207,7 +191,7 @@ impl<const N: usize> PerCpuCounters<N> {
     /// Returns counter `index` of `cpu`, if there is one and `cpu` is
     /// possible.
     fn per_cpu(&self, cpu: CpuId, index: usize) -> Option<&Atomic<u64>> {
-        let counter = self.counter(index).filter(|_| is_possible(cpu))?;
+        let counter = self.counter(index).filter(|_| cpu.is_possible())?;
         // SAFETY: By the type invariant, `counter` is a per-CPU pointer of
         // this live allocation, and `cpu` is a possible CPU (checked above).
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
