@@ -28,7 +28,7 @@ use core::ptr::NonNull;
 ///
 /// `ptr` is the per-CPU pointer of an allocation of `[u64; N]` from the
 /// per-CPU allocator, owned by this object. It is not a pointer to memory:
-/// only `this_cpu_*()` and `per_cpu_ptr()` turn it into one.
+/// only `this_cpu_*()`, `raw_cpu_ptr()` and `per_cpu_ptr()` turn it into one.
 ///
 /// # Examples
 ///
