@@ -50,10 +50,10 @@ pub struct PerCpuCounters<const N: usize> {
 unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
 // SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_try_cmpxchg()`
-// access the calling CPU's counters, with operations that are atomic on that
-// CPU (a caller that moved to another CPU meanwhile may update the first
-// one's counter, atomically, see `this_cpu_add()`); `read()` and `set()`
-// access any CPU's counter with `READ_ONCE()` and `WRITE_ONCE()`.
+// access the counters of the CPU that runs them, with operations that are
+// atomic on that CPU, or with atomics where those are not NMI-safe (see
+// `this_cpu_atomic()`); `read()` and `set()` access any CPU's counter with
+// `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
