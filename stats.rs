@@ -6,8 +6,8 @@
 //! prefix, no cache line shared with other CPUs, and safe against the
 //! interrupts and NMIs that count on the same CPU in the middle of another
 //! update (where the architecture's `this_cpu_add()` is not NMI-safe, it is
-//! an atomic add, see [`PerCpuCounters`]). The counters are
-//! 64-bit, so they cannot wrap in practice; their sums saturate.
+//! an atomic add, see [`PerCpuCounters`]). The counters are 64-bit, so
+//! they cannot wrap in practice; their sums saturate.
 //!
 //! They are only ever added to, each by the CPU that runs the update: a
 //! recorder, which cannot migrate, adds to its own. A reset does not clear
