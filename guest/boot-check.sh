@@ -3,12 +3,12 @@
 # Checks of a boot with
 #   trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 #   ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
-#   trace_event=sched:sched_switch
+#   ftrace_stackmap.bits=17 trace_event=sched:sched_switch
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines; with 'end', the
 # checks after the upstream baseline ran on that boot; with 'startup', the
 # checks of a boot with trace_options=stackmap alone; with 'plain', those
-# of a boot with ftrace_stackmap.bits=12 alone, before any test. Exits 1
+# of a boot with no stackmap parameter, before any test. Exits 1
 # if a check failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
@@ -50,15 +50,16 @@ top_map_has_bits() {
 }
 # Each ftrace_stackmap.bits= is taken in turn, with a warning for each
 # bad one: a value that is not a number is ignored; one out of range, even
-# of an int's, is clamped.
+# of an int's, is clamped to the nearest end of the range.
 bad_bits_are_warned() {
 	dmesg | grep 'ftrace_stackmap.bits=abc is not a number, ignored' &&
-		dmesg | grep 'ftrace_stackmap.bits=-99999999999 out of range, clamped to \[10, 18\]'
+		dmesg | grep 'ftrace_stackmap.bits=-99999999999 out of range \[10, 18\], clamped to 10$' &&
+		dmesg | grep 'ftrace_stackmap.bits=19 out of range \[10, 18\], clamped to 18$'
 }
-# The last one, 19, is out of range too: clamped to the largest size.
-bits_are_clamped_to_18() {
-	dmesg | grep 'ftrace_stackmap.bits=19 out of range, clamped to \[10, 18\]' &&
-		top_map_has_bits 18
+# The last one, 17, is in range: the top map takes it, unwarned.
+last_bits_size_top_map() {
+	! dmesg | grep -e 'bits=17 out of range' -e 'bits=17 is not a number' &&
+		top_map_has_bits 17
 }
 first_stack_is_cookie() {
 	# The first stack is the oldest one only if none was overwritten.
@@ -142,7 +143,7 @@ no_map_at_boot() {
 	test "`cat options/stackmap`" = 0 &&
 		test "`stat_value generation`" -eq 0 &&
 		test "`stat_value memory_bytes`" -eq 0 &&
-		top_map_has_bits 12 &&
+		top_map_has_bits 14 &&
 		test -z "`cat stack_map`" &&
 		test "`wc -c < stack_map_bin`" -eq 24 &&
 		set -- `od -A n -t u4 -N 24 stack_map_bin` &&
@@ -152,10 +153,10 @@ no_map_at_boot() {
 		test "`stat_value generation`" -eq 0 &&
 		test "`stat_value memory_bytes`" -eq 0
 }
-# The map the option then makes has the size ftrace_stackmap.bits= gave.
-first_map_has_boot_bits() {
+# The map the option then makes has the default size.
+first_map_has_default_bits() {
 	echo 1 > options/stackmap
-	top_map_has_bits 12 &&
+	top_map_has_bits 14 &&
 		test "`stat_value generation`" -eq 1 &&
 		test "`stat_value memory_bytes`" -gt 0
 	ret=$?
@@ -166,7 +167,7 @@ if [ "${1-}" = plain ]; then
 	plan=2
 	echo "1..$plan"
 	check "plain: no map at boot without the option" no_map_at_boot
-	check "plain: ftrace_stackmap.bits=12 sizes the first map" first_map_has_boot_bits
+	check "plain: the first map holds the default 2^14 stacks" first_map_has_default_bits
 	finish
 	exit
 fi
@@ -199,8 +200,8 @@ echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
 check "boot: a bad ftrace_stackmap.bits is warned of, ignored or clamped" \
 	bad_bits_are_warned
-check "boot: ftrace_stackmap.bits=19 is clamped to 18, warned, and sizes the top map" \
-	bits_are_clamped_to_18
+check "boot: the last ftrace_stackmap.bits, 17, sizes the top map" \
+	last_bits_size_top_map
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie given is in the trace and resolves to its stack_map record" \
 	every_cookie_resolves

@@ -14,7 +14,7 @@
 #   boot-end           checks of that boot after the baseline ran on it
 #   startup            checks of the tracers' startup tests on a boot with
 #                      trace_options=stackmap alone
-#   plain              checks of a boot with ftrace_stackmap.bits=12 alone
+#   plain              checks of a boot with no stackmap parameter
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"

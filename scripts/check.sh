@@ -24,11 +24,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
-# The first boot sizes the top map with a value in range; the second
-# tries the bad ones, the last of which is clamped.
-PLAIN_BOOT="ftrace_stackmap.bits=12"
+# The first boot leaves the top map at its default size; the second
+# tries the bad sizes, then one in range, which the top map takes.
+PLAIN_BOOT=""
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
+	       ftrace_stackmap.bits=17
 	       trace_event=sched:sched_switch
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 # Our tests run on the first boot but for the two longest, which run on
