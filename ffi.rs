@@ -89,18 +89,21 @@ pub unsafe extern "C" fn ftrace_stackmap_get(map: *mut CMap) -> *mut CMap {
     Arc::into_raw(map).cast_mut().cast()
 }
 
-/// Drops one reference to `map`; the last one frees it.
+/// Drops one reference to `map`, if not NULL; the last one frees it.
 ///
 /// # Safety
 ///
-/// `map` must come from [`ftrace_stackmap_alloc`] or [`ftrace_stackmap_get`]
-/// and must not be used by the caller afterwards. When this may be the last
-/// reference, no recorder may still reach `map`: the caller unpublished it
-/// and waited for an RCU grace period.
+/// `map` must be NULL or come from [`ftrace_stackmap_alloc`] or
+/// [`ftrace_stackmap_get`], and must not be used by the caller afterwards.
+/// When this may be the last reference, no recorder may still reach `map`:
+/// the caller unpublished it and waited for an RCU grace period.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_put(map: *mut CMap) {
-    // SAFETY: Per the safety requirements, `map` came from `Arc::into_raw()`
-    // and the caller gives its reference up.
+    if map.is_null() {
+        return;
+    }
+    // SAFETY: `map` is not NULL, so per the safety requirements it came
+    // from `Arc::into_raw()` and the caller gives its reference up.
     drop(unsafe { Arc::from_raw(map.cast::<StackMap>().cast_const()) });
 }
 
