@@ -39,10 +39,13 @@ fi
 (cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/run.cpio"
 cat "$INITRAMFS" "$run_dir/run.cpio" > "$run_dir/initrd"
 
+# timeout(1) runs QEMU in the foreground: in a process group of its own,
+# QEMU would be stopped (SIGTTOU) as it sets up the terminal of an
+# interactive guest, and Ctrl-C would not reach it.
 qemu() { # accel timeout
 	local accel=$1 limit=$2
 	shift 2
-	timeout -k 5 "$limit" "$QEMU_SYSTEM" $QEMU_MACHINE -accel "$accel" \
+	timeout --foreground -k 5 "$limit" "$QEMU_SYSTEM" $QEMU_MACHINE -accel "$accel" \
 		-smp 2 -m 1G -nic none -no-reboot -display none \
 		-kernel "$KERNEL" -initrd "$run_dir/initrd" \
 		-append "console=$GUEST_CONSOLE panic=-1 oops=panic ${KERNEL_APPEND-} $APPEND" \
@@ -61,7 +64,7 @@ if [ ! -s "$accel_file" ]; then
 		cat "$INITRAMFS" "$run_dir/probe.cpio" > "$run_dir/probe"
 		# grep reads to the end: one that quit at the marker could kill
 		# tr with SIGPIPE, and pipefail would fail the probe.
-		if timeout -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm -smp 2 -m 1G \
+		if timeout --foreground -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm -smp 2 -m 1G \
 			-nic none -no-reboot -display none -serial stdio -monitor none \
 			-kernel "$KERNEL" -initrd "$run_dir/probe" \
 			-append "console=$GUEST_CONSOLE panic=-1 quiet" </dev/null 2>/dev/null |
