@@ -60,12 +60,12 @@ EOS
 	$SUDO apt-get update -qq
 	if [ -n "$missing" ]; then
 		echo "deps: installing$missing"
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends $missing
 	fi
 	if ! qemu_ok; then
 		echo "deps: installing qemu-system-x86 from bookworm-backports"
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends -t bookworm-backports \
 			qemu-system-x86
 	fi

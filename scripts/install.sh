@@ -25,8 +25,8 @@ trap 'rm -f "$new_manifest"' EXIT
 		[ -f "$f" ] && echo "$f kernel/trace/stackmap/$f"
 	done
 	git ls-files -co --exclude-standard -- rust Documentation \
-		tools/testing/selftests/ftrace 2>/dev/null |
-		while read -r f; do [ -f "$f" ] && echo "$f $f"; done
+		tools/testing/selftests/ftrace |
+		while read -r f; do [ ! -f "$f" ] || echo "$f $f"; done
 ) | sort -u > "$new_manifest"
 
 restore() { # path in tree
@@ -53,6 +53,8 @@ fi
 # one.
 patch_sum=$(cat "$ROOT"/patches/*.patch 2>/dev/null | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
+	# No set is whole in the tree until the new one is.
+	rm -f "$PATCH_STATE/sum"
 	if [ -f "$PATCH_STATE/files" ]; then
 		while read -r f; do restore "$f"; done < "$PATCH_STATE/files"
 	fi
