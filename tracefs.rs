@@ -24,7 +24,8 @@ use crate::{
 };
 use kernel::{cpu::possible_cpus, seq_file::SeqFile, seq_print, sync::rcu};
 
-/// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`).
+/// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`,
+/// which kernel/trace/trace_stackmap.c asserts is `INT_MAX`).
 const TRAMPOLINE_MARKER: usize = i32::MAX as usize;
 
 /// How a record is shown.
