@@ -61,7 +61,11 @@ impl<H: StackHash> StackMap<H> {
 
     /// The first step of a reset: closes the gate, so that recorders fall
     /// back to full stacks, counted from now on as reset fallbacks.
-    pub(crate) fn close_for_reset(&self, _reset: &MutexGuard<'_, bool>) {
+    ///
+    /// `reset` is a guard of this map's reset lock, which keeps other
+    /// resets out until the gate is open again.
+    pub(crate) fn close_for_reset(&self, reset: &MutexGuard<'_, bool>) {
+        debug_assert!(core::ptr::eq(reset.lock_ref(), &self.reset_lock));
         self.stats.begin_reset();
         self.table.begin_reset();
     }
@@ -71,12 +75,13 @@ impl<H: StackHash> StackMap<H> {
     ///
     /// # Safety
     ///
-    /// [`Self::close_for_reset`] must have closed the gate under `_reset`, a
+    /// [`Self::close_for_reset`] must have closed the gate under `reset`, a
     /// guard of this map's reset lock, and every recorder or reader that
     /// found the gate open must have left since, as after an RCU grace
     /// period. `next` must be the generation after the current one
     /// ([`next_generation`]).
-    pub(crate) unsafe fn reopen_after_reset(&self, _reset: &MutexGuard<'_, bool>, next: u32) {
+    pub(crate) unsafe fn reopen_after_reset(&self, reset: &MutexGuard<'_, bool>, next: u32) {
+        debug_assert!(core::ptr::eq(reset.lock_ref(), &self.reset_lock));
         // SAFETY: The gate is closed and nobody that found it open is left,
         // per the safety requirements; the reset lock keeps other resets out.
         unsafe { self.table.clear() };
