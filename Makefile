@@ -39,9 +39,9 @@ export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TO
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
 IMAGE		:= $(BUILD)/bzImage
 
-# DEBUG=1: the same targets on a kernel with lockdep, PROVE_RCU and the
-# tracers' startup tests, built apart in build/obj-debug (a full build the
-# first time).
+# DEBUG=1: the same targets on a kernel with lockdep, PROVE_RCU, Rust
+# debug assertions and the tracers' startup tests, built apart in
+# build/obj-debug (a full build the first time).
 ifeq ($(DEBUG),1)
 OBJ		:= $(BUILD)/obj-debug
 FRAGMENTS	+= $(ROOT)/configs/debug.config
