@@ -114,7 +114,7 @@ host_checks() {
 	# undefined behaviour of a kernel with Rust debug assertions.
 	local ub_checks=()
 	grep -qx 'CONFIG_RUST_DEBUG_ASSERTIONS=y' "$OBJ/.config" && ub_checks=(--ub-checks)
-	echo "check: scripts/panic-free.py ${ub_checks[*]}"
+	echo "check: scripts/panic-free.py${ub_checks:+ ${ub_checks[*]}}"
 	python3 "$ROOT/scripts/panic-free.py" "${ub_checks[@]}" "llvm-objdump${LLVM_SUFFIX:?}" \
 		"$OBJ/vmlinux" ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
 
