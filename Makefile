@@ -114,7 +114,7 @@ series-build: series config
 		$(OBJ)/.config $(BUILD)/series-build
 
 clean:
-	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out
+	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out $(BUILD)/accel
 
 distclean:
 	rm -rf $(BUILD)
