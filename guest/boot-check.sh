@@ -3,7 +3,7 @@
 # Checks of a boot with
 #   trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 #   ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
-#   ftrace_stackmap.bits=17 trace_event=sched:sched_switch
+#   ftrace_stackmap.bits=17 trace_event=sched:sched_switch trace_clock=global
 #   reserve_mem=2M:4096:trace trace_instance=persistent@trace
 # on the kernel command line, printed as KTAP test lines; with 'end', the
 # checks after the upstream baseline ran on that boot; with 'startup', the

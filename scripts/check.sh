@@ -25,12 +25,16 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
 # The first boot leaves the top map at its default size; the second
-# tries the bad sizes, then one in range, which the top map takes.
+# tries the bad sizes, then one in range, which the top map takes. The
+# second's checks compare the events recorded from boot with the map's
+# counters: its trace clock is set from the start. Otherwise a guest
+# that finds its TSC unstable, as it may on a loaded host, switches the
+# clock to "global" at late init, which empties the buffer.
 PLAIN_BOOT=""
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
 	       ftrace_stackmap.bits=17
-	       trace_event=sched:sched_switch
+	       trace_event=sched:sched_switch trace_clock=global
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 # Our tests run on the first boot but for the two longest, which run on
 # the second after its checks (section stackmap-late), so that the boots
