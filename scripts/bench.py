@@ -14,6 +14,7 @@ import sys
 from collections import defaultdict
 
 REFERENCE_BYTES_PER_STACK = 520
+MIB = 1 << 20
 
 
 def arena_depth():
@@ -182,6 +183,33 @@ def main():
                        f"{bound:.2f}x and the smallest event there can be ({SMALLEST_EVENT} "
                        f"bytes: event header, trace_entry, a u32) {smallest:.2f}x")
         targets.append((f"{w}: entries retained on/off >= {HISTORY_TARGET}", met, detail))
+
+    print()
+    print("The same, counting the map's memory: the 'on' side holds a map (memory_bytes at")
+    print("the end of the workload) besides its buffers, one map for all CPUs. At equal")
+    print("memory, on/off is the entries per byte of buffers and map over the entries per")
+    print("byte of buffers. The map pays for itself once the buffers of all CPUs together")
+    print("are larger than 'break-even'; 'buffers' is what this guest's held.")
+    print(f"{'workload':9} {'bits':>4} {'map MiB':>7} {'buffers MiB':>11} "
+          f"{'x, equal memory':>15} {'break-even MiB':>14}")
+    for w, row in result["history"].items():
+        m = data["map"].get(w, {}).get("on", {})
+        if "memory_bytes" not in m or "capacity" not in m:
+            continue
+        map_bytes = m["memory_bytes"]
+        buffers = row["on"]["bytes"]
+        x = row["entries_ratio"]
+        # on entries / (buffers + map) over off entries / off buffers.
+        equal = ratio(row["on"]["entries"] * row["off"]["bytes"],
+                      row["off"]["entries"] * (buffers + map_bytes))
+        # x * B / (B + M) >= 1 from B = M / (x - 1) on.
+        break_even = ratio(map_bytes, x - 1) if x > 1 else float("inf")
+        row["map_bytes"] = map_bytes
+        row["entries_ratio_equal_memory"] = equal
+        row["break_even_buffer_bytes"] = break_even
+        bits = int(m["capacity"]).bit_length() - 1
+        print(f"{w:9} {bits:4d} {map_bytes / MIB:7.2f} "
+              f"{buffers / MIB:11.2f} {equal:15.2f} {break_even / MIB:14.2f}")
 
     print()
     print("Map memory and dedup at the end of each workload. Per stack: memory_bytes over the")
