@@ -7,8 +7,8 @@
 //! them from the kernel crate: the LKMM atomics, RCU, vmalloc (after a look
 //! at si_mem_available()) and cpu_relax(). [`refs`](crate::refs) and
 //! [`stats`](crate::stats) take their atomics from here too, and their
-//! per-CPU storage from `kernel::percpu` directly (`stats` also
-//! `kernel::cpu`).
+//! per-CPU storage and the possible CPUs from `kernel::percpu` and
+//! `kernel::cpu` directly.
 //!
 //! No other build changes this file: the host build (`host/`) compiles it,
 //! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
