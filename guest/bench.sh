@@ -65,6 +65,8 @@ instance_report() {
 			END { print n + 0, frames + 0 }' $d/stack_map`
 		emit map $w on records $1
 		emit map $w on frames_stored $2
+		# Each possible CPU adds its part to memory_bytes.
+		emit map $w on possible_cpus `grep -c '^cpu[0-9]*: ' $d/stack_map_stat`
 	fi
 }
 

@@ -249,7 +249,8 @@ def main():
                                   "footprint_per_stack_if_full": if_full,
                                   "budget": budget, "refused_full": refused,
                                   "reference_bytes_per_stack": REFERENCE_BYTES_PER_STACK,
-                                  "memory_bytes": m["memory_bytes"]}
+                                  "memory_bytes": m["memory_bytes"],
+                                  "possible_cpus": m.get("possible_cpus")}
         result["dedup"][name] = {"distinct": stacks, "recorded": recorded,
                                  "recorded_per_distinct": ratio(recorded, stacks),
                                  "fallbacks": recorded - hits_inserts}
@@ -259,8 +260,10 @@ def main():
         # Judged on a map that filled: measured, not projected.
         if refused:
             full_maps += 1
+            cpus = m.get("possible_cpus")
+            on_cpus = f", with {cpus:.0f} possible CPUs" if cpus else ""
             targets.append((f"{name}: memory per stored stack, map full, <= 8 * depth + 16",
-                            footprint <= budget, f"{footprint:.1f} vs {budget:.1f}"))
+                            footprint <= budget, f"{footprint:.1f} vs {budget:.1f}{on_cpus}"))
     if not full_maps:
         targets.append(("memory per stored stack of a full map measured", False,
                         "no map filled"))
