@@ -270,7 +270,8 @@ impl Refs {
         held.word & COUNT < SATURATED - 1
             && self
                 .pending
-                .this_cpu_try_cmpxchg(held.index, held.word, held.word.wrapping_add(1))
+                .this_cpu_cmpxchg(held.index, held.word, held.word.wrapping_add(1))
+                .is_ok()
     }
 
     /// Adds one to the count of `slot`, whose stack was found, in `counts`;
@@ -297,7 +298,8 @@ impl Refs {
             // by the Release in `add_shared()`.
             if self
                 .pending
-                .this_cpu_try_cmpxchg(index, old, old.wrapping_add(1))
+                .this_cpu_cmpxchg(index, old, old.wrapping_add(1))
+                .is_ok()
             {
                 return;
             }
@@ -321,7 +323,8 @@ impl Refs {
             // the Release in `add_shared()`.
             if self
                 .pending
-                .this_cpu_try_cmpxchg(index, old, tag(slot, entry))
+                .this_cpu_cmpxchg(index, old, tag(slot, entry))
+                .is_ok()
             {
                 self.flush(counts, old);
             }
@@ -344,7 +347,7 @@ impl Refs {
         self.pending.this_cpu_add(SATURATED_HITS, 1);
         if own || old == 0 || self.pending.this_cpu_read(SATURATED_HITS) % TAKE_EVERY == 0 {
             // ORDERING: Unordered, as in `hit()`.
-            if self.pending.this_cpu_try_cmpxchg(index, old, tag) && !own {
+            if self.pending.this_cpu_cmpxchg(index, old, tag).is_ok() && !own {
                 self.flush(counts, old);
             }
         }
@@ -355,8 +358,9 @@ impl Refs {
     #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
     pub(crate) fn fill(&self, slot: usize, entry: Entry) {
         let old = self.pending.this_cpu_read(entry.index);
-        self.pending
-            .this_cpu_try_cmpxchg(entry.index, old, tag(slot, entry) | (SATURATED - 1));
+        let _ = self
+            .pending
+            .this_cpu_cmpxchg(entry.index, old, tag(slot, entry) | (SATURATED - 1));
     }
 
     /// Moves the count of the entry `word`, just taken from a CPU's cache,

@@ -277,25 +277,27 @@ pub mod percpu {
         }
 
         /// Sets counter `index` of the calling thread's CPU to `new` if it
-        /// is `old`; returns whether it did.
+        /// is `old`: returns `Ok(old)` if it did, or `Err` with the value
+        /// it found.
         ///
         /// In the tests, whose threads may share a CPU here, an atomic
         /// compare-exchange. In the benchmark, whose threads have CPUs of
         /// their own, a load and a store, as `this_cpu_cmpxchg()` has no
         /// lock prefix on x86.
         #[inline]
-        pub fn this_cpu_try_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+        pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
             let Some(counter) = self.this_cpu(index) else {
-                return false;
+                return Err(0);
             };
             if cfg!(test) {
-                counter.compare_exchange(old, new, Relaxed, Relaxed).is_ok()
-            } else if counter.load(Relaxed) == old {
-                counter.store(new, Relaxed);
-                true
-            } else {
-                false
+                return counter.compare_exchange(old, new, Relaxed, Relaxed);
             }
+            let found = counter.load(Relaxed);
+            if found != old {
+                return Err(found);
+            }
+            counter.store(new, Relaxed);
+            Ok(old)
         }
 
         /// Sets counter `index` of `cpu` to `value`.

@@ -16,11 +16,13 @@ use core::ptr::NonNull;
 ///
 /// A CPU adds to its own counters with `this_cpu_add()`, or compares and
 /// sets one with `this_cpu_cmpxchg()`: on architectures with per-CPU
-/// addressing each is one instruction, atomic against interrupts and NMIs
-/// on the same CPU, with no lock prefix and no cache line shared with other
-/// CPUs. Where the architecture's `this_cpu` operations are not NMI-safe
-/// (no `CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS`), they are relaxed atomics
-/// on the current CPU's counter instead, which are NMI-safe where the
+/// addressing, such as x86, each is one instruction once the C helpers are
+/// inlined (`CONFIG_RUST_INLINE_HELPERS`; a call to the helper otherwise),
+/// atomic against interrupts and NMIs on the same CPU, with no lock prefix
+/// and no cache line shared with other CPUs. Where the architecture's
+/// `this_cpu` operations are not NMI-safe (no
+/// `CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS`), they are relaxed atomics on the
+/// current CPU's counter instead, which are NMI-safe where the
 /// architecture's atomics are (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`). Any CPU
 /// may read any CPU's counters.
 ///
@@ -49,7 +51,7 @@ pub struct PerCpuCounters<const N: usize> {
 // which any thread may use, and the allocation may be freed from any thread.
 unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 
-// SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_try_cmpxchg()`
+// SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_cmpxchg()`
 // access the counters of the CPU that runs them, with operations that are
 // atomic on that CPU, or with atomics where those are not NMI-safe (see
 // `this_cpu_atomic()`); `read()` and `set()` access any CPU's counter with
@@ -64,9 +66,9 @@ impl<const N: usize> PerCpuCounters<N> {
     pub fn new(flags: Flags) -> Result<Self, AllocError> {
         // Checked at build time, as the allocator would warn at run time.
         const { assert!(N > 0 && size_of::<[u64; N]>() <= 32 << 10) };
-        // SAFETY: `__alloc_percpu_gfp()` takes any size and alignment: the
-        // size is within the bounds checked above and the alignment that of
-        // a `u64`. It returns zeroed memory or NULL.
+        // SAFETY: `__alloc_percpu_gfp()` has no safety requirements; the
+        // size is within what the allocator accepts (checked above) and the
+        // alignment is that of a `u64`. It returns zeroed memory or NULL.
         let ptr = unsafe {
             bindings::__alloc_percpu_gfp(
                 size_of::<[u64; N]>(),
@@ -75,6 +77,7 @@ impl<const N: usize> PerCpuCounters<N> {
             )
         };
         // INVARIANT: A non-NULL result is a per-CPU allocation of `[u64; N]`.
+        // CAST: The allocation is of `[u64; N]`, sized and aligned above.
         NonNull::new(ptr.cast())
             .map(|ptr| Self { ptr })
             .ok_or(AllocError)
@@ -130,6 +133,10 @@ impl<const N: usize> PerCpuCounters<N> {
 
     /// Returns counter `index` of the current CPU, or 0 if there is no
     /// counter `index`.
+    ///
+    /// Safe with preemption enabled: the CPU whose counter is read is the
+    /// one that runs the read, which the caller may have left by the time
+    /// it uses the value.
     #[inline]
     pub fn this_cpu_read(&self, index: usize) -> u64 {
         self.counter(index).map_or(0, |counter| {
@@ -139,8 +146,9 @@ impl<const N: usize> PerCpuCounters<N> {
     }
 
     /// Sets counter `index` of the current CPU to `new` if it is `old`, as
-    /// `this_cpu_try_cmpxchg()`; returns whether it did. Does nothing if
-    /// there is no counter `index`.
+    /// `this_cpu_cmpxchg()`: returns `Ok(old)` if it did, or `Err` with
+    /// the value it found. A counter `index` that does not exist reads as 0
+    /// and is never set.
     ///
     /// Safe with preemption enabled: the CPU whose counter is compared and
     /// set is the one that runs the operation. Atomic against interrupts
@@ -149,20 +157,21 @@ impl<const N: usize> PerCpuCounters<N> {
     /// other CPU's counter. Counters that are also added to need
     /// preemption disabled around the read and this call to lose no count.
     #[inline]
-    pub fn this_cpu_try_cmpxchg(&self, index: usize, old: u64, new: u64) -> bool {
+    pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
         let Some(counter) = self.counter(index) else {
-            return false;
+            return Err(0);
         };
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
         // SAFETY: As in `this_cpu_add()`.
-        let set = unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) == old };
+        let found = unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) };
         #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
         // ORDERING: Relaxed, as `this_cpu_cmpxchg()`: see `this_cpu_add()`.
-        let set = self
-            .this_cpu_atomic(counter)
-            .cmpxchg(old, new, Relaxed)
-            .is_ok();
-        set
+        let (Ok(found) | Err(found)) = self.this_cpu_atomic(counter).cmpxchg(old, new, Relaxed);
+        if found == old {
+            Ok(old)
+        } else {
+            Err(found)
+        }
     }
 
     /// Sets counter `index` of `cpu` to `value`; does nothing if there is no
