@@ -34,7 +34,7 @@ const BUSY: usize = 3;
 const DEPTH: usize = 4;
 const RESET: usize = 5;
 /// Number of counters per CPU.
-const COUNTERS: usize = 6;
+pub(crate) const COUNTERS: usize = 6;
 
 /// Returns the index of the counter of `outcome`.
 fn index(outcome: &core::result::Result<Found, Fallback>) -> usize {

@@ -12,7 +12,7 @@ mod cases {
         hash::{SeededHash, StackHash},
         platform::{Acquire, Atomic, ReadSection, Relaxed, Release},
         refs::{self, Refs, SharedCounts, CPU_WORDS, FIRST_COUNT, SATURATED, TAKE_EVERY},
-        stats::Totals,
+        stats::{Totals, COUNTERS},
         table::{
             bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
             MAX_PROBE,
@@ -856,10 +856,18 @@ mod cases {
         // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
         // ref counts come on top.
         const BUCKET_BYTES: usize = 4;
-        let caches = kernel::cpu::nr_cpu_ids() as usize * CPU_WORDS * 8;
+        let caches = possible_cpus().count() * CPU_WORDS * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
+        // memory_bytes in stack_map_stat also counts the map's own
+        // structure and its counters: per CPU id, a word of each in the
+        // per-CPU area and one to rebase them on a reset.
+        let counters = 2 * kernel::cpu::nr_cpu_ids() as usize * COUNTERS * 8;
+        assert_eq!(
+            map.memory_bytes(),
+            size_of::<StackMap>() + table.memory_bytes() + counters
+        );
         pr_info!(
             "stackmap: depth d costs 8 * d + 8 bytes of arena, the arena is sized for {} stacks \
              of depth {}, with {} bytes of buckets per stack; bits {}: {} bytes\n",
