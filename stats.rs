@@ -148,9 +148,10 @@ impl Stats {
         sum
     }
 
-    /// Returns the bytes the counters occupy.
+    /// Returns the bytes the counters occupy: those of each possible CPU,
+    /// and their values at the last reset, per CPU id.
     pub(crate) fn memory_bytes(&self) -> usize {
-        2 * self.base.len() * size_of::<[Atomic<u64>; COUNTERS]>()
+        (possible_cpus().count() + self.base.len()) * size_of::<[Atomic<u64>; COUNTERS]>()
     }
 
     /// Starts the reset fallback counter again from 0; part of a reset,

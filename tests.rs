@@ -861,9 +861,10 @@ mod cases {
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
         // memory_bytes in stack_map_stat also counts the map's own
-        // structure and its counters: per CPU id, a word of each in the
-        // per-CPU area and one to rebase them on a reset.
-        let counters = 2 * kernel::cpu::nr_cpu_ids() as usize * COUNTERS * 8;
+        // structure and its counters: a word of each in the per-CPU area of
+        // each possible CPU, and one per CPU id to rebase them on a reset.
+        let cpu_ids = kernel::cpu::nr_cpu_ids() as usize;
+        let counters = (possible_cpus().count() + cpu_ids) * COUNTERS * 8;
         assert_eq!(
             map.memory_bytes(),
             size_of::<StackMap>() + table.memory_bytes() + counters
