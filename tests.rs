@@ -30,6 +30,27 @@ mod cases {
         workqueue,
     };
 
+    // From the first case on, `#[kunit_tests]` makes `assert!` and
+    // `assert_eq!` report a failure to KUnit, which ends the case running
+    // as failed, instead of panicking. These do the same in the helpers
+    // above the first case, and for `assert_ne!` everywhere; they name the
+    // file from kernel/trace/.
+    macro_rules! assert {
+        ($cond:expr $(,)?) => {{
+            kernel::kunit_assert!("ftrace_stackmap", c"stackmap/tests.rs", 0, $cond);
+        }};
+    }
+    macro_rules! assert_eq {
+        ($left:expr, $right:expr $(,)?) => {{
+            kernel::kunit_assert_eq!("ftrace_stackmap", c"stackmap/tests.rs", 0, $left, $right);
+        }};
+    }
+    macro_rules! assert_ne {
+        ($left:expr, $right:expr $(,)?) => {{
+            kernel::kunit_assert!("ftrace_stackmap", c"stackmap/tests.rs", 0, $left != $right);
+        }};
+    }
+
     /// A hash that sends every stack to the same bucket, so that only the
     /// full comparison of frames tells stacks apart.
     struct CollidingHash;
@@ -1146,6 +1167,7 @@ mod cases {
                 let (hits, hit_ns) = pass(true, |f| matches!(f, Found::Hit(_)));
                 // Found through the CPU's entry: the stack recorded last.
                 let (again, again_ns) = pass(false, |f| matches!(f, Found::Hit(_)));
+                drop(rcu);
                 assert_eq!((inserted, hits, again), (OPS, OPS, OPS));
                 costs = (hit_ns, again_ns, insert_ns);
             }

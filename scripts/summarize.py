@@ -39,7 +39,10 @@ EXIT_MARKER = re.compile(r"^@@STACKMAP-GUEST-EXIT@@ \d+$", re.M)
 # kernel message can start in the middle of one the guest printed.
 SPLAT = re.compile(r"-{12}\[ cut here \]-{12}|WARNING:|BUG:|kernel BUG at"
                    r"|\bOops\b|Call Trace:|RCU stall|detected stalls? on"
-                   r"|general protection fault|Kernel panic")
+                   r"|general protection fault|Kernel panic"
+                   # A KUnit assertion that failed outside the case's thread,
+                   # which KUnit cannot fail.
+                   r"|Failure not reported to KUnit")
 TOTALS_KEYS = ("pass", "fail", "xfail", "xpass", "skip", "error", "total")
 
 
