@@ -557,6 +557,7 @@ mod cases {
         // Each stack's cookie, and the stacks inserted before it in its
         // bucket.
         let mut inserted = KVec::with_capacity(buckets, GFP_KERNEL).expect("alloc");
+        let mut stacks = KVec::with_capacity(buckets, GFP_KERNEL).expect("alloc");
         for id in 0..buckets {
             let s = stack(id, 8);
             let Ok(Found::Inserted(cookie)) = lookup(&map, &s) else {
@@ -564,7 +565,24 @@ mod cases {
             };
             let chain = &mut chains[bucket(hash.hash(&s), table.bits())];
             inserted.push((cookie, *chain), GFP_KERNEL).expect("alloc");
+            stacks.push(s, GFP_KERNEL).expect("alloc");
             *chain += 1;
+        }
+        // The cost of a hit at capacity, of every stack in turn; the second
+        // pass is timed, the first warms the caches (and, under emulation,
+        // the translated code).
+        let mut hit_ns = 0;
+        for _ in 0..2 {
+            let rcu = rcu::read_lock();
+            let start = Instant::<Monotonic>::now();
+            let hits = stacks
+                .iter()
+                .filter(|s| matches!(map.lookup(s, ReadSection::new(&rcu)), Ok(Found::Hit(_))))
+                .count();
+            hit_ns = start.elapsed().as_nanos() / buckets as i64;
+            // A failed check ends the case's thread: not in the section.
+            drop(rcu);
+            assert_eq!(hits, buckets);
         }
         // A chain has the stacks inserted last first: a hit walks past the
         // records inserted after its own in its bucket. It reads its
@@ -572,13 +590,12 @@ mod cases {
         // chain to its own, frames included: all are 8 deep here, so each
         // one walked past is compared in full.
         let (mut sum, mut max, mut lines) = (0, 0, 0);
-        for (id, &(cookie, before)) in inserted.iter().enumerate() {
-            let s = stack(id, 8);
+        for (s, &(cookie, before)) in stacks.iter().zip(&inserted) {
             let guard = rcu::read_lock();
             let walked =
-                table.records_walked_past(&s, cookie.slot() as usize, ReadSection::new(&guard));
+                table.records_walked_past(s, cookie.slot() as usize, ReadSection::new(&guard));
             drop(guard);
-            let after = chains[bucket(hash.hash(&s), table.bits())] - 1 - before;
+            let after = chains[bucket(hash.hash(s), table.bits())] - 1 - before;
             assert_eq!(walked, Some(after));
             let record = with_record(&map, cookie, record_lines).expect("resolves");
             sum += after;
@@ -589,7 +606,7 @@ mod cases {
         let lines_x100 = 100 * lines / buckets;
         pr_info!(
             "stackmap_bench: at capacity probe_mean_x100 {mean_x100} probe_max {max} \
-             lines_x100 {lines_x100}\n"
+             lines_x100 {lines_x100} hit_ns {hit_ns}\n"
         );
         // As many stacks as buckets: half a record walked past on average.
         assert!(mean_x100 < 100);
@@ -898,6 +915,13 @@ mod cases {
             BUCKET_BYTES,
             table.bits(),
             map.memory_bytes(),
+        );
+        // Read by `make bench`: what each possible CPU adds to the map, its
+        // cache of ref counts and its counters, and the counters' base of
+        // its id.
+        pr_info!(
+            "stackmap_bench: per_cpu_bytes {}\n",
+            (CPU_WORDS + 2 * COUNTERS) * 8
         );
     }
 

@@ -56,7 +56,8 @@ instance_report() {
 	fi
 	if [ $m = on ]; then
 		for k in entries hits inserts fallback_full fallback_busy \
-			 fallback_depth fallback_reset capacity memory_bytes; do
+			 fallback_depth fallback_reset capacity memory_bytes \
+			 stack_bytes; do
 			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
 		done
 		# The depth of the stacks stored, from their records: stack_bytes
@@ -231,5 +232,6 @@ cost getppid __x64_sys_getppid
 cost stat generic_fillattr stat
 
 # The map's own cost and its probe lengths, measured by KUnit cases at boot.
-dmesg | sed -n 's/.*stackmap_bench: at capacity probe_mean_x100 \([0-9]*\) probe_max \([0-9]*\) lines_x100 \([0-9]*\).*/@@BENCH kernel capacity map probe_mean_x100 \1\n@@BENCH kernel capacity map probe_max \2\n@@BENCH kernel capacity map lines_x100 \3/p'
+dmesg | sed -n 's/.*stackmap_bench: at capacity probe_mean_x100 \([0-9]*\) probe_max \([0-9]*\) lines_x100 \([0-9]*\) hit_ns \([0-9]*\).*/@@BENCH kernel capacity map probe_mean_x100 \1\n@@BENCH kernel capacity map probe_max \2\n@@BENCH kernel capacity map lines_x100 \3\n@@BENCH kernel capacity map hit_ns \4/p'
+dmesg | sed -n 's/.*stackmap_bench: per_cpu_bytes \([0-9]*\).*/@@BENCH kernel memory map per_cpu_bytes \1/p'
 dmesg | sed -n 's/.*stackmap_bench: depth \([0-9]*\) hit_ns \([0-9]*\) again_ns \([0-9]*\) insert_ns \([0-9]*\).*/@@BENCH kernel depth\1 map hit_ns \2\n@@BENCH kernel depth\1 map again_ns \3\n@@BENCH kernel depth\1 map insert_ns \4/p'

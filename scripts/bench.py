@@ -17,15 +17,17 @@ REFERENCE_BYTES_PER_STACK = 520
 MIB = 1 << 20
 
 
-def arena_depth():
-    """The depth table.rs sizes the frame arena for: 2^bits stacks of it,
-    each record a header word and a word per frame."""
+def table_const(name):
+    """A constant of table.rs: DESIGN_DEPTH, the depth it sizes the frame
+    arena for (2^bits stacks of it, each record a header word and a word
+    per frame), or MAX_PROBE, the longest chain."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "table.rs")
     with open(path) as f:
-        return int(re.search(r"const DESIGN_DEPTH: usize = (\d+);", f.read()).group(1))
+        return int(re.search(rf"const {name}: usize = (\d+);", f.read()).group(1))
 
 
-ARENA_DEPTH = arena_depth()
+ARENA_DEPTH = table_const("DESIGN_DEPTH")
+MAX_PROBE = table_const("MAX_PROBE")
 RECORD_HEADER_WORDS = 1
 PAGE_SIZE = 4096
 
@@ -155,7 +157,7 @@ def main():
     print(f"guest seconds{', one instruction per ns' if unit == 'insns' else ''}; "
           "'full' stacks are those the map did not take)")
     print(f"{'workload':9} {'entries':>7} {'':>7} {'':>5}  {'B/entry':>7} {'':>5}  "
-          f"{'span':>7} {'':>7} {'':>5}  {'':>5}  {'full':>6}")
+          f"{'span':>7} {'':>7} {'':>5}  {'stack':>5}  {'full':>6}")
     print(f"{'':9} {'off':>7} {'on':>7} {'x':>5}  {'off':>7} {'on':>5}  "
           f"{'off':>7} {'on':>7} {'x':>5}  {'depth':>5}  {'on':>6}")
     for w in WORKLOADS:
@@ -180,8 +182,9 @@ def main():
             row["bound_with_cookie_event"] = bound
             row["bound_with_smallest_event"] = smallest
             detail += (f"; by the off figures, {COOKIE_EVENT}-byte cookie events give "
-                       f"{bound:.2f}x and the smallest event there can be ({SMALLEST_EVENT} "
-                       f"bytes: event header, trace_entry, a u32) {smallest:.2f}x")
+                       f"{bound:.2f}x, and the smallest event a stack can take as an event "
+                       f"of its own ({SMALLEST_EVENT} bytes: event header, trace_entry, a "
+                       f"u32) {smallest:.2f}x")
         targets.append((f"{w}: entries retained on/off >= {HISTORY_TARGET}", met, detail))
 
     print()
@@ -212,16 +215,19 @@ def main():
               f"{buffers / MIB:11.2f} {equal:15.2f} {break_even / MIB:14.2f}")
 
     print()
-    print("Map memory and dedup at the end of each workload. Per stack: memory_bytes over the")
-    print("stacks stored, against the reference design's 520 and against 8 * depth + 16 for")
-    print("their depth. A map not yet full holds the room of the stacks it has yet to store:")
-    print("'if full' spreads its footprint over as many stacks of that depth as its arena holds")
-    print(f"({ARENA_DEPTH + RECORD_HEADER_WORDS} words per stack of capacity, and the rest of "
-          "the arena's last page;")
-    print("a record is a header word and a word per frame).")
+    print("Map memory and dedup at the end of each workload. Dedup: the stacks recorded as")
+    print("cookies over the stacks stored; 'refused': recorded in full for want of room.")
+    print("Per stack: memory_bytes over the stacks stored (of mean depth 'depth'), against")
+    print("the reference design's 520 and against 8 * depth + 16. A map not yet full holds")
+    print("the room of the stacks it has yet to store: 'if full' spreads its footprint over")
+    print("as many stacks of that depth as its arena holds "
+          f"({ARENA_DEPTH + RECORD_HEADER_WORDS} words per stack of capacity,")
+    print("and the rest of the arena's last page; a record is a header word and a word per")
+    print("frame).")
     print(f"{'workload':9} {'stacks':>6} {'recorded':>8} {'dedup':>7} {'depth':>5} "
           f"{'per stack':>9} {'/ref':>6} {'if full':>7} {'budget':>6} {'refused':>7}")
     full_maps = 0
+    per_cpu = data["kernel"].get("memory", {}).get("map", {}).get("per_cpu_bytes")
     for name in WORKLOADS:
         m = data["map"].get(name, {}).get("on", {})
         stacks = m.get("entries", 0)
@@ -240,6 +246,10 @@ def main():
         fitting = arena_words(capacity) // (depth + RECORD_HEADER_WORDS)
         if_full = m["memory_bytes"] / fitting
         refused = m.get("fallback_full", 0)
+        # Full: the arena has no room left for a record of the stored
+        # depth (a chain at max_probe refuses stacks too, arena or not).
+        room = arena_words(capacity) - m.get("stack_bytes", 0) / 8
+        full = room < depth + RECORD_HEADER_WORDS
         result["memory"][name] = {"stacks": stacks, "capacity": capacity,
                                   "avg_depth": depth,
                                   "footprint_per_stack": footprint,
@@ -250,20 +260,30 @@ def main():
                                   "budget": budget, "refused_full": refused,
                                   "reference_bytes_per_stack": REFERENCE_BYTES_PER_STACK,
                                   "memory_bytes": m["memory_bytes"],
-                                  "possible_cpus": m.get("possible_cpus")}
-        result["dedup"][name] = {"distinct": stacks, "recorded": recorded,
-                                 "recorded_per_distinct": ratio(recorded, stacks),
+                                  "arena_full": full,
+                                  "possible_cpus": m.get("possible_cpus"),
+                                  "per_cpu_bytes": per_cpu}
+        result["dedup"][name] = {"stored": stacks, "recorded": recorded,
+                                 "cookies": hits_inserts,
+                                 "cookies_per_stored": ratio(hits_inserts, stacks),
                                  "fallbacks": recorded - hits_inserts}
-        print(f"{name:9} {stacks:6.0f} {recorded:8.0f} {ratio(recorded, stacks):7.1f} "
+        print(f"{name:9} {stacks:6.0f} {recorded:8.0f} {ratio(hits_inserts, stacks):7.1f} "
               f"{depth:5.1f} {footprint:9.1f} {footprint / REFERENCE_BYTES_PER_STACK:6.2f} "
               f"{if_full:7.1f} {budget:6.1f} {refused:7.0f}")
-        # Judged on a map that filled: measured, not projected.
-        if refused:
+        # Judged on a map whose arena filled: measured, not projected.
+        if full:
             full_maps += 1
             cpus = m.get("possible_cpus")
-            on_cpus = f", with {cpus:.0f} possible CPUs" if cpus else ""
+            detail = f"{footprint:.1f} vs {budget:.1f}"
+            if cpus and per_cpu:
+                # Each possible CPU adds per_cpu bytes to the map.
+                upto = cpus + (budget - footprint) * stacks // per_cpu
+                detail += (f", with {cpus:.0f} possible CPUs; each adds {per_cpu:.0f} B, "
+                           f"{per_cpu / stacks:.2f} B per stack here: "
+                           + (f"holds up to {upto:.0f} possible CPUs" if upto >= cpus
+                              else "does not hold"))
             targets.append((f"{name}: memory per stored stack, map full, <= 8 * depth + 16",
-                            footprint <= budget, f"{footprint:.1f} vs {budget:.1f}{on_cpus}"))
+                            footprint <= budget, detail))
     if not full_maps:
         targets.append(("memory per stored stack of a full map measured", False,
                         "no map filled"))
@@ -281,7 +301,11 @@ def main():
         if not rounds:
             targets.append((f"{loop}: cost per recorded stack measured", False, "no figures"))
             continue
-        depth = c["stackmap"].get("depth", float("nan"))
+        depth = c["stackmap"].get("depth")
+        if depth is None:
+            targets.append((f"{loop}: depth of the recorded stack found", False,
+                            "no stack in stack_map was recorded once per call"))
+            continue
         function = median([f for f, _, _ in rounds])
         off = median([full - f for f, full, _ in rounds])
         on = median([m - f for f, _, m in rounds])
@@ -301,7 +325,8 @@ def main():
 
     print()
     print(f"The map's own cost, in-kernel (KUnit case, {unit} per op): a hit on 4096 stacks")
-    print("in turn, and (again) on one stack again and again, which the CPU's entry finds")
+    print("in turn (in 2^14 buckets), and (again) on one stack again and again, which the")
+    print("CPU's entry finds")
     # The share of a hit in the recording path of the loop whose stack depth
     # is nearest: unwinding, like hashing, grows with the depth.
     for depth in (8, 16, 32):
@@ -333,12 +358,15 @@ def main():
         mean = probes["probe_mean_x100"] / 100
         lines = probes["lines_x100"] / 100
         result["map_cost"]["probes_at_capacity"] = {"mean": mean, "max": probes["probe_max"],
-                                                    "lines": lines}
+                                                    "lines": lines,
+                                                    "hit": probes.get("hit_ns")}
         print(f"  chains at capacity (as many stacks as buckets): a hit walks past {mean:.2f} "
               f"records on average,")
-        print(f"    {probes['probe_max']:.0f} at most (limit 32); at depth 8 it reads {lines:.2f} "
-              "cache lines of the table: its bucket's,")
-        print("    and 2 of each record it compares")
+        print(f"    {probes['probe_max']:.0f} at most (limit {MAX_PROBE}); at depth 8 it reads "
+              f"{lines:.2f} cache lines of the table: its bucket's,")
+        print("    and 2 of each record it compares"
+              + (f"; it costs {probes['hit_ns']:.0f} {unit} (stacks in turn)"
+                 if "hit_ns" in probes else ""))
 
     if host:
         print()

@@ -40,5 +40,7 @@ fi
 # which scripts/qemu-run.sh has it do under TCG alone.
 unit=ns
 [ "$ICOUNT" = 0 ] && [ "$(cat "$BUILD/accel")" = tcg ] && unit=insns
-python3 "$ROOT/scripts/bench.py" "$log" "$BUILD/bench.json" "$unit" "$host" || exit 1
+# The table also goes to build/bench.txt.
+python3 "$ROOT/scripts/bench.py" "$log" "$BUILD/bench.json" "$unit" "$host" |
+	tee "$BUILD/bench.txt" || exit 1
 echo "bench: ${SECONDS}s"
