@@ -4,7 +4,7 @@
 # printed behind markers that scripts/summarize.py reads. Exits 1 if a
 # KUnit case failed, ftracetest failed (unsupported and unresolved cases
 # included), a boot check failed or a section is unknown. A skipped KUnit
-# case is the summary's to judge: it knows the cases a kernel may skip.
+# case is the summary's to judge, which fails it.
 #
 #   kunit              the KUnit results the kernel printed at boot
 #   stackmap           ftracetest on our tests ($STACKMAP_TESTS)
@@ -38,6 +38,29 @@ ftracetest_section() {
 	$FTRACETEST -l $logs "$@" || status=1
 }
 
+# top_settings: the settings of the top instance that the stackmap tests
+# change, each of which a test puts back at its end.
+top_settings() {
+	for f in stack_map_bits options/stackmap options/stacktrace \
+		 options/func_stack_trace options/sym-offset; do
+		echo "$f=`cat /sys/kernel/tracing/$f`"
+	done
+}
+
+# stackmap_section NAME TEST...: ftracetest_section, then a check that
+# the tests left the top instance as they found it.
+stackmap_section() {
+	before=`top_settings`
+	ftracetest_section "$@"
+	after=`top_settings`
+	if [ "$before" != "$after" ]; then
+		echo "check.sh: the $1 tests changed the top instance's settings:"
+		echo "  before: "$before
+		echo "  after:  "$after
+		status=1
+	fi
+}
+
 for section in "$@"; do
 	case $section in
 	kunit)
@@ -49,10 +72,10 @@ for section in "$@"; do
 		fi
 		;;
 	stackmap)
-		ftracetest_section $section $STACKMAP_TESTS
+		stackmap_section $section $STACKMAP_TESTS
 		;;
 	stackmap-late)
-		ftracetest_section $section $STACKMAP_LATE_TESTS
+		stackmap_section $section $STACKMAP_LATE_TESTS
 		;;
 	baseline*)
 		ftracetest_section $section $BASELINE_TESTS

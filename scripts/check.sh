@@ -38,8 +38,8 @@ STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 # Our tests run on the first boot but for the two longest, which run on
 # the second after its checks (section stackmap-late), so that the boots
-# end about together. Each test puts back the options it changes, and runs
-# the same with the option set from boot.
+# end about together. Each test starts with the options it reads turned
+# off (the second boot sets two of them) and puts them back at its end.
 STACKMAP_LATE="test.d/stackmap/stackmap-full.tc test.d/stackmap/stackmap-reset.tc"
 
 # Every section must report every case of its plan, none skipped: this
