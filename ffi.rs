@@ -149,9 +149,10 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
 ///
 /// `map` must be a live map and `depth` valid for writing. `cookie` must be
 /// one that `map` or a map it replaced issued, as those in the ring buffer
-/// of `map`'s instance are. The caller must be in an RCU read-side critical
-/// section (rcu_read_lock(), or preemption disabled with RCU watching and
-/// the CPU online) and use the frames only until it ends.
+/// of `map`'s instance are: only the recording path writes `stack_cookie`
+/// events, which have no `inject` file. The caller must be in an RCU
+/// read-side critical section (rcu_read_lock(), or preemption disabled with
+/// RCU watching and the CPU online) and use the frames only until it ends.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_frames(
     map: *mut CMap,
