@@ -9,6 +9,7 @@
 #   kunit              the KUnit results the kernel printed at boot
 #   stackmap           ftracetest on our tests ($STACKMAP_TESTS)
 #   stackmap-late      ftracetest on those run last ($STACKMAP_LATE_TESTS)
+#   stackmap-parallel  ftracetest on the tests of races ($STACKMAP_PARALLEL_TESTS)
 #   baseline[-NAME]    ftracetest on the upstream baseline ($BASELINE_TESTS)
 #   boot               checks of a boot with the stackmap on the command line
 #   boot-end           checks of that boot after the baseline ran on it
@@ -76,6 +77,9 @@ for section in "$@"; do
 		;;
 	stackmap-late)
 		stackmap_section $section $STACKMAP_LATE_TESTS
+		;;
+	stackmap-parallel)
+		stackmap_section $section $STACKMAP_PARALLEL_TESTS
 		;;
 	baseline*)
 		ftracetest_section $section $BASELINE_TESTS

@@ -81,7 +81,7 @@ accel=$(cat "$accel_file")
 # Multi-threaded TCG can still run a stale int3 after ftrace patched its
 # text (an int3 Oops at a function entry while tracers switch, seen here
 # with QEMU 10.0 under load): one host thread per guest by default, which
-# also lets the two `make check` boots use a core each. TCG_THREAD=multi
+# also lets the `make check` boots share the cores. TCG_THREAD=multi
 # gives each vCPU its own thread.
 [ "$accel" = tcg ] && accel=tcg,thread=${TCG_THREAD:-single}
 icount=()
