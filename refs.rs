@@ -100,9 +100,14 @@ pub(crate) const FIRST_COUNT: u64 = 1 << SHARED_SHIFT;
 pub(crate) trait SharedCounts {
     /// Returns the word of the stack in `slot`, if `slot` is in the table.
     ///
-    /// Only called for slots whose stack was published in the current
-    /// generation, with a count set to [`FIRST_COUNT`] before.
-    fn shared(&self, slot: usize) -> Option<&Atomic<u64>>;
+    /// # Safety
+    ///
+    /// `slot` must be that of a stack published in the current generation,
+    /// with a count set to [`FIRST_COUNT`] before, and the caller must be in
+    /// an RCU read-side critical section in which it found the table's gate
+    /// open: any other word of a table may be a frame, which lookups read
+    /// as plain memory.
+    unsafe fn shared(&self, slot: usize) -> Option<&Atomic<u64>>;
 }
 
 /// Adds `n` counts to the shared count in `word`, saturating; returns the
@@ -277,14 +282,18 @@ impl Refs {
     /// Adds one to the count of `slot`, whose stack was found, in `counts`;
     /// `entry` is the stack's ([`entry`]).
     ///
-    /// `slot` must be that of a stack published in the current generation:
-    /// the entry may take it, and a lookup then reads the record of the
-    /// slot that [`Refs::holder`] finds there.
-    ///
     /// Always inlined into the lookup, like the rest of a hit.
+    ///
+    /// # Safety
+    ///
+    /// `counts` must be the words of the table whose stacks these caches
+    /// count, and `slot` must meet the requirements of
+    /// [`SharedCounts::shared`]: the entry may take the slot, and a lookup
+    /// then reads the record of the slot that [`Refs::holder`] finds there.
     #[inline(always)]
-    pub(crate) fn hit(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) {
-        let Some(shared) = counts.shared(slot) else {
+    pub(crate) unsafe fn hit(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) {
+        // SAFETY: Per the safety requirements.
+        let Some(shared) = (unsafe { counts.shared(slot) }) else {
             return;
         };
         let index = entry.index;
@@ -308,7 +317,8 @@ impl Refs {
         // ORDERING: Relaxed: only compared, and a count that saturates
         // stays saturated.
         if shared.load(Relaxed) >> SHARED_SHIFT >= SATURATED {
-            self.hit_saturated(counts, index, old, tag(slot, entry));
+            // SAFETY: Per the safety requirements.
+            unsafe { self.hit_saturated(counts, index, old, tag(slot, entry)) };
             return;
         }
         // Not this stack's entry, or a full one: count on the shared count
@@ -326,7 +336,8 @@ impl Refs {
                 .this_cpu_cmpxchg(index, old, tag(slot, entry))
                 .is_ok()
             {
-                self.flush(counts, old);
+                // SAFETY: Per the safety requirements.
+                unsafe { self.flush(counts, old) };
             }
         }
     }
@@ -341,22 +352,33 @@ impl Refs {
     /// count already holds. Another stack's entry is taken if it is free,
     /// or on every [`TAKE_EVERY`]-th hit on a saturated stack on this CPU,
     /// the clock that stands in for the shared count.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Refs::hit`]: `counts` must be the table's words, and the
+    /// caller in a critical section in which it found the gate open.
     #[cold]
-    fn hit_saturated(&self, counts: &impl SharedCounts, index: usize, old: u64, tag: u64) {
+    unsafe fn hit_saturated(&self, counts: &impl SharedCounts, index: usize, old: u64, tag: u64) {
         let own = old & !COUNT == tag;
         self.pending.this_cpu_add(SATURATED_HITS, 1);
         if own || old == 0 || self.pending.this_cpu_read(SATURATED_HITS) % TAKE_EVERY == 0 {
             // ORDERING: Unordered, as in `hit()`.
             if self.pending.this_cpu_cmpxchg(index, old, tag).is_ok() && !own {
-                self.flush(counts, old);
+                // SAFETY: Per the safety requirements.
+                unsafe { self.flush(counts, old) };
             }
         }
     }
 
     /// Fills this CPU's entry `entry` with the count of `slot`, as the
     /// most hits it holds would: the next hit on the stack finds it full.
+    ///
+    /// # Safety
+    ///
+    /// `slot` must meet the requirements of [`Refs::hit`]: the hit that
+    /// next takes the entry adds its count to the slot's shared count.
     #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
-    pub(crate) fn fill(&self, slot: usize, entry: Entry) {
+    pub(crate) unsafe fn fill(&self, slot: usize, entry: Entry) {
         let old = self.pending.this_cpu_read(entry.index);
         let _ = self
             .pending
@@ -365,12 +387,20 @@ impl Refs {
 
     /// Moves the count of the entry `word`, just taken from a CPU's cache,
     /// to the shared count of its slot.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Refs::hit`]: `counts` must be the table's words, and the
+    /// caller in a critical section in which it found the gate open.
     #[inline]
-    fn flush(&self, counts: &impl SharedCounts, word: u64) {
+    unsafe fn flush(&self, counts: &impl SharedCounts, word: u64) {
         let Some(slot) = slot_of(word) else {
             return;
         };
-        if let Some(shared) = counts.shared(slot) {
+        // SAFETY: By the type invariants, `slot` was given to `hit()`, whose
+        // requirements it then met, in the current generation: a reset
+        // empties the entries before the next one.
+        if let Some(shared) = unsafe { counts.shared(slot) } {
             add_shared(shared, word & COUNT);
         }
     }
@@ -380,12 +410,16 @@ impl Refs {
     ///
     /// Exact when no recorder is counting; otherwise it may miss the hits
     /// in flight, and never counts one twice.
-    pub(crate) fn read(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) -> u64 {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Refs::hit`].
+    pub(crate) unsafe fn read(&self, counts: &impl SharedCounts, slot: usize, entry: Entry) -> u64 {
+        // SAFETY: Per the safety requirements.
+        let shared = unsafe { counts.shared(slot) };
         // ORDERING: Acquire pairs with the Release in `add_shared()`, and
         // keeps the loads of the entries below after this one.
-        let shared = counts
-            .shared(slot)
-            .map_or(0, |shared| shared.load(Acquire) >> SHARED_SHIFT);
+        let shared = shared.map_or(0, |shared| shared.load(Acquire) >> SHARED_SHIFT);
         possible_cpus()
             .map(|cpu| self.pending.read(cpu, entry.index))
             .filter(|&word| word & !COUNT == tag(slot, entry))

@@ -205,6 +205,13 @@ enum Walk {
 }
 
 /// A stack read back from the table.
+///
+/// # Invariants
+///
+/// `slot` starts a record published in the current generation of the table
+/// that `refs` and `headers` belong to, found with the table's gate open,
+/// within an RCU read-side critical section that lasts as long as `'a`;
+/// `frames` are the record's frames.
 pub(crate) struct Record<'a> {
     /// The slot of the stack.
     slot: usize,
@@ -221,8 +228,11 @@ impl Record<'_> {
     ///
     /// Adds up every CPU's count, so only readers that show it call it.
     pub(crate) fn refs(&self) -> u64 {
-        self.refs
-            .read(&self.headers, self.slot, entry_of(self.frames, |f| f))
+        let entry = entry_of(self.frames, |f| f);
+        // SAFETY: By the type invariants, `slot` is a record of `headers`,
+        // published in the current generation, and the critical section in
+        // which the gate was found open lasts as long as `self`.
+        unsafe { self.refs.read(&self.headers, self.slot, entry) }
     }
 
     /// Returns the number of frames.
@@ -261,26 +271,31 @@ impl Headers<'_> {
     /// Returns the header of the record in `slot`, or `None` if `slot` is
     /// outside the arena.
     ///
-    /// Any word of the arena may be viewed as a header: a reader only does
-    /// so for the slots that [`Table::slot`] and [`Table::next_published`]
-    /// are given under their safety requirements, that a walk reaches by
-    /// the records' depths or that a CPU's ref count entry holds, an
-    /// inserter for the header it reserved.
+    /// # Safety
+    ///
+    /// `slot` must start a record of the current generation: one the caller
+    /// reserved, or one it found linked or published, or reached by the
+    /// records' depths, in an RCU read-side critical section in which it
+    /// found the gate open; or no lookup may run meanwhile. Any other word
+    /// may be a frame, which inserters write and lookups read as plain
+    /// memory.
     #[inline]
-    fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
+    unsafe fn get(&self, slot: usize) -> Option<&Atomic<u64>> {
         let word = self.0.get(slot)?;
         // SAFETY: The pointer is valid and aligned for a `u64` as long as
-        // the arena; a header is only ever accessed atomically within a
-        // generation (its frames are plain, but are other words), and a
-        // reset waits for every accessor before the word is reused.
+        // the arena. `slot` starts a record (see above), and a header is
+        // only ever accessed atomically within a generation; a reset waits
+        // for every accessor before the word is reused.
         Some(unsafe { Atomic::from_ptr(word.as_ptr()) })
     }
 }
 
 impl SharedCounts for Headers<'_> {
     #[inline]
-    fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
-        self.get(slot)
+    unsafe fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
+        // SAFETY: A published record's slot starts it, and the caller found
+        // the gate open, per the safety requirements.
+        unsafe { self.get(slot) }
     }
 }
 
@@ -423,7 +438,9 @@ impl<H: StackHash> Table<H> {
         // none.
         let generation = self.open()?;
         let held = self.refs.holder(entry_of(frames, |f| f as u64))?;
-        (self.holds(held.slot(), frames) && self.refs.count_held(held))
+        // SAFETY: The gate was found open in `_rcu`, and an entry of this
+        // table's caches held the slot.
+        (unsafe { self.holds(held.slot(), frames) } && self.refs.count_held(held))
             .then(|| Cookie::new(generation, held.slot() as u32))
     }
 
@@ -448,14 +465,22 @@ impl<H: StackHash> Table<H> {
         // one, so the records linked before it are visible too.
         let head = bucket.load(Acquire) as usize;
         let entry = entry_of(frames, |f| f as u64);
-        match self.walk(head, 0, MAX_PROBE, frames) {
+        // SAFETY: `admit()` found the gate open in `_rcu`, and `head` is the
+        // bucket's, loaded with Acquire since.
+        match unsafe { self.walk(head, 0, MAX_PROBE, frames) } {
             Walk::Found(slot) => {
-                self.refs.hit(&self.headers(), slot, entry);
+                // SAFETY: The walk found `slot` published, in the generation
+                // whose gate is open in `_rcu`.
+                unsafe { self.refs.hit(&self.headers(), slot, entry) };
                 Ok(Found::Hit(Cookie::new(generation, slot as u32)))
             }
             Walk::Busy => Err(Fallback::Busy),
             Walk::TooLong => Err(Fallback::Full),
-            Walk::Missing(len) => self.insert(bucket, head, len, frames, generation, entry),
+            Walk::Missing(len) => {
+                // SAFETY: As for the walk, which found `len` records from
+                // `head`.
+                unsafe { self.insert(bucket, head, len, frames, generation, entry) }
+            }
         }
     }
 
@@ -485,18 +510,25 @@ impl<H: StackHash> Table<H> {
     /// Returns whether the record in `slot`, whose count a CPU's entry
     /// holds, is published and holds `frames`.
     ///
-    /// Called in the critical section of a lookup that found the gate open:
-    /// the entries hold only slots of records published in the current
+    /// The entries hold only slots of records published in the current
     /// generation ([`Refs::hit`] is given no other), and a reset empties
     /// them before the next one.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be in an RCU read-side critical section in which it
+    /// found the gate open, and `slot` must be one that an entry of this
+    /// table's caches held in it.
     #[inline(always)]
-    fn holds(&self, slot: usize, frames: &[usize]) -> bool {
+    unsafe fn holds(&self, slot: usize, frames: &[usize]) -> bool {
         // The bounds of the frames first: the header, just before them,
         // then needs no check of its own.
         let Some(words) = self.frame_words(slot, frames.len()) else {
             return false;
         };
-        let Some(header) = self.published(slot) else {
+        // SAFETY: `slot` starts a published record (see above), whose gate
+        // the caller found open.
+        let Some(header) = (unsafe { self.published(slot) }) else {
             return false;
         };
         if depth(header) != frames.len() {
@@ -513,10 +545,14 @@ impl<H: StackHash> Table<H> {
     /// Walks at most `limit` records of a chain, from slot `from` to slot
     /// `to` (excluded) or to its end, looking for `frames`.
     ///
-    /// The records were seen linked through an Acquire load of the bucket,
-    /// in the caller's RCU read-side critical section.
+    /// # Safety
+    ///
+    /// `from` must be 0 or the slot of a record linked in the current
+    /// generation, seen through an Acquire load of its bucket after the
+    /// caller found the gate open, in the caller's RCU read-side critical
+    /// section.
     #[inline(always)]
-    fn walk(&self, from: usize, to: usize, limit: usize, frames: &[usize]) -> Walk {
+    unsafe fn walk(&self, from: usize, to: usize, limit: usize, frames: &[usize]) -> Walk {
         let headers = self.headers();
         let mut slot = from;
         for walked in 0..=limit {
@@ -529,7 +565,9 @@ impl<H: StackHash> Table<H> {
             }
             // A linked slot is always within the arena: no insert follows a
             // chain that leaves it.
-            let Some(header) = headers.get(slot) else {
+            // SAFETY: `slot` is `from`, or the next slot of a record linked
+            // before it, per the safety requirements.
+            let Some(header) = (unsafe { headers.get(slot) }) else {
                 return Walk::TooLong;
             };
             // ORDERING: Relaxed: the link (Acquire load of the bucket) made
@@ -562,8 +600,14 @@ impl<H: StackHash> Table<H> {
     /// every one of them.
     ///
     /// Out of line: a stack is inserted once and then hit many times.
+    ///
+    /// # Safety
+    ///
+    /// `head` and `len` must be what a walk made under the requirements of
+    /// [`Table::walk`] found, in the critical section of the caller, and
+    /// `generation` the one whose gate it found open there.
     #[inline(never)]
-    fn insert(
+    unsafe fn insert(
         &self,
         bucket: &Atomic<u32>,
         mut head: usize,
@@ -579,7 +623,8 @@ impl<H: StackHash> Table<H> {
             return Err(Fallback::Full);
         };
         let headers = self.headers();
-        let Some(header) = headers.get(slot) else {
+        // SAFETY: `reserve()` handed the record to this call.
+        let Some(header) = (unsafe { headers.get(slot) }) else {
             return Err(Fallback::Full);
         };
         // SAFETY: `reserve()` handed `words` to this call alone, and no reader
@@ -612,11 +657,15 @@ impl<H: StackHash> Table<H> {
                     // the records linked meanwhile; the failed cmpxchg
                     // orders nothing.
                     let current = bucket.load(Acquire) as usize;
-                    match self.walk(current, head, MAX_PROBE - len, frames) {
+                    // SAFETY: `current` was loaded with Acquire from the
+                    // bucket, whose gate the caller found open.
+                    match unsafe { self.walk(current, head, MAX_PROBE - len, frames) } {
                         // The space reserved stays unused: the stack is linked
                         // once, by whoever linked first.
                         Walk::Found(found) => {
-                            self.refs.hit(&headers, found, entry);
+                            // SAFETY: The walk found `found` published, in
+                            // `generation`, whose gate the caller found open.
+                            unsafe { self.refs.hit(&headers, found, entry) };
                             return Ok(Found::Hit(Cookie::new(generation, found as u32)));
                         }
                         Walk::Busy => return Err(Fallback::Busy),
@@ -713,7 +762,8 @@ impl<H: StackHash> Table<H> {
     #[cfg(CONFIG_FTRACE_STACKMAP_KUNIT_TEST)]
     pub(crate) unsafe fn set_published(&self, slot: usize, published: bool) {
         let headers = self.headers();
-        let Some(header) = headers.get(slot) else {
+        // SAFETY: `slot` is a linked record's, per the safety requirements.
+        let Some(header) = (unsafe { headers.get(slot) }) else {
             return;
         };
         // ORDERING: Release, as in `publish()`; Relaxed is enough for the
@@ -748,10 +798,13 @@ impl<H: StackHash> Table<H> {
         _rcu: ReadSection<'_>,
     ) -> Result<Found, Fallback> {
         let (generation, bucket) = self.admit(frames)?;
-        match self.walk(head, 0, MAX_PROBE, frames) {
+        // SAFETY: `admit()` found the gate open in `_rcu`, and `head` is a
+        // linked record's, per the safety requirements.
+        match unsafe { self.walk(head, 0, MAX_PROBE, frames) } {
             Walk::Missing(len) => {
                 let entry = entry_of(frames, |f| f as u64);
-                self.insert(bucket, head, len, frames, generation, entry)
+                // SAFETY: As for the walk, which found `len` records.
+                unsafe { self.insert(bucket, head, len, frames, generation, entry) }
             }
             _ => Err(Fallback::Full),
         }
@@ -767,10 +820,13 @@ impl<H: StackHash> Table<H> {
         slot: usize,
         _rcu: ReadSection<'_>,
     ) -> Option<usize> {
+        self.open()?;
         // ORDERING: Acquire, as in `lookup_hashed()`.
         let head = self.bucket_of(frames)?.load(Acquire) as usize;
         for limit in 1..=MAX_PROBE {
-            match self.walk(head, 0, limit, frames) {
+            // SAFETY: The gate was found open in `_rcu`, and `head` is the
+            // bucket's, loaded with Acquire since.
+            match unsafe { self.walk(head, 0, limit, frames) } {
                 Walk::Found(found) => return (found == slot).then_some(limit - 1),
                 Walk::TooLong => continue,
                 Walk::Busy | Walk::Missing(_) => return None,
@@ -801,7 +857,9 @@ impl<H: StackHash> Table<H> {
     /// the frames of a linked record.
     #[cfg(test)]
     pub(crate) unsafe fn abandon_unwritten(&self, slot: usize, depth: usize) {
-        if let Some(header) = self.headers().get(slot) {
+        // SAFETY: `slot` starts a record reserved, per the safety
+        // requirements.
+        if let Some(header) = unsafe { self.headers().get(slot) } {
             // ORDERING: Relaxed: walks read only the depth from it, and no
             // frame of the record is ever read.
             header.store(FIRST_COUNT | link(0, depth), Relaxed);
@@ -809,11 +867,18 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Returns the header of the record in `slot` if it is published.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Headers::get`].
     #[inline]
-    fn published(&self, slot: usize) -> Option<u64> {
+    unsafe fn published(&self, slot: usize) -> Option<u64> {
+        let headers = self.headers();
+        // SAFETY: Per the safety requirements.
+        let header = unsafe { headers.get(slot) }?;
         // ORDERING: Acquire pairs with the Release in `publish()`: whoever
         // sees the published bit sees the frames.
-        let header = self.headers().get(slot)?.load(Acquire);
+        let header = header.load(Acquire);
         (header & PUBLISHED != 0).then_some(header)
     }
 
@@ -838,7 +903,9 @@ impl<H: StackHash> Table<H> {
         if self.open()? != generation {
             return None;
         }
-        let header = self.published(slot)?;
+        // SAFETY: `slot` starts a record, or no lookup runs, per the safety
+        // requirements, and the gate was found open in `_rcu`.
+        let header = unsafe { self.published(slot) }?;
         let depth = depth(header);
         // ORDERING: Relaxed: the record's reservation came before its
         // publication, which the Acquire load of the header saw, so a
@@ -852,6 +919,9 @@ impl<H: StackHash> Table<H> {
         // above) after the gate was seen open, within `_rcu`, which
         // outlives the frames.
         let frames = unsafe { self.frames(slot, depth) }?;
+        // INVARIANT: The record in `slot` was seen published in
+        // `generation`, the current one, after the gate was seen open in
+        // `_rcu`, which lasts as long as `'a`.
         Some(Record {
             slot,
             refs: &self.refs,
@@ -896,7 +966,9 @@ impl<H: StackHash> Table<H> {
         let headers = self.headers();
         let mut slot = pos.max(HEADER_WORDS);
         while slot < used.min(limit) {
-            let word = headers.get(slot)?;
+            // SAFETY: `slot` is `pos`, a record's start per the safety
+            // requirements, or reached from it by the records' depths.
+            let word = unsafe { headers.get(slot) }?;
             // ORDERING: Acquire, as in `published()`. A header is stored
             // whole, so any non-zero value holds the record's final depth;
             // the words of the generation are 0 until then (`clear()`, made

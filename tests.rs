@@ -282,10 +282,24 @@ mod cases {
                 .iter()
                 .all(|w| matches!(w.load(Relaxed) & 0xffff_ffff, 0 | Self::LOW))
         }
+
+        /// Counts a hit on the stack in `slot` with `caches`, as a lookup
+        /// does.
+        fn hit(&self, caches: &Refs, slot: usize, entry: refs::Entry) {
+            // SAFETY: No word of `self` is a frame: each is only ever
+            // accessed atomically, and there is no gate to find open.
+            unsafe { caches.hit(self, slot, entry) }
+        }
+
+        /// Returns the count of the stack in `slot`, as `caches` read it.
+        fn read(&self, caches: &Refs, slot: usize, entry: refs::Entry) -> u64 {
+            // SAFETY: As in `hit()`.
+            unsafe { caches.read(self, slot, entry) }
+        }
     }
 
     impl SharedCounts for Counts {
-        fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
+        unsafe fn shared(&self, slot: usize) -> Option<&Atomic<u64>> {
             self.0.get(slot)
         }
     }
@@ -304,25 +318,25 @@ mod cases {
         counts.set_first(a);
         counts.set_first(b);
         for _ in 0..300 {
-            refs.hit(&counts, a, e);
-            refs.hit(&counts, b, e);
+            counts.hit(&refs, a, e);
+            counts.hit(&refs, b, e);
         }
         for _ in 0..5 {
-            refs.hit(&counts, a, e);
+            counts.hit(&refs, a, e);
         }
-        assert_eq!(refs.read(&counts, a, e), 306);
-        assert_eq!(refs.read(&counts, b, e), 301);
+        assert_eq!(counts.read(&refs, a, e), 306);
+        assert_eq!(counts.read(&refs, b, e), 301);
         // A slot that shares no entry with them counts apart.
         counts.set_first(a + 1);
-        assert_eq!(refs.read(&counts, a + 1, f), 1);
+        assert_eq!(counts.read(&refs, a + 1, f), 1);
         assert!(counts.lows_intact());
         // A reset empties the entries: the next stack in slot `a` starts
         // from its own first count, whatever the old one left behind.
         refs.clear();
         counts.set_first(a);
-        assert_eq!(refs.read(&counts, a, e), 1);
-        refs.hit(&counts, a, e);
-        assert_eq!(refs.read(&counts, a, e), 2);
+        assert_eq!(counts.read(&refs, a, e), 1);
+        counts.hit(&refs, a, e);
+        assert_eq!(counts.read(&refs, a, e), 2);
     }
 
     #[test]
@@ -334,12 +348,12 @@ mod cases {
         // `other` takes the CPU's entry that `slot` would use, so that the
         // hits below count on `slot`'s shared count, which is full.
         counts.set_first(other);
-        refs.hit(&counts, other, e);
+        counts.hit(&refs, other, e);
         counts.0[slot].store((SATURATED << 32) | Counts::LOW, Relaxed);
         for _ in 0..10 {
-            refs.hit(&counts, slot, e);
+            counts.hit(&refs, slot, e);
         }
-        assert_eq!(refs.read(&counts, slot, e), SATURATED);
+        assert_eq!(counts.read(&refs, slot, e), SATURATED);
         assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
         assert!(counts.lows_intact());
 
@@ -354,25 +368,26 @@ mod cases {
         counts.set_first(other);
         let pin = KBox::pin_init(new_spinlock!(()), GFP_KERNEL).expect("alloc");
         let on_one_cpu = pin.lock();
-        refs.hit(&counts, slot, e);
+        counts.hit(&refs, slot, e);
         let took_free = holder(&refs);
         // `other` counts on its shared count until it takes the entry.
         for _ in 1..TAKE_EVERY {
-            refs.hit(&counts, other, e);
+            counts.hit(&refs, other, e);
         }
         let other_took = holder(&refs);
-        refs.hit(&counts, other, e);
+        counts.hit(&refs, other, e);
         for _ in 1..TAKE_EVERY - 1 {
-            refs.hit(&counts, slot, e);
+            counts.hit(&refs, slot, e);
         }
         let before_clock = holder(&refs);
-        refs.hit(&counts, slot, e);
+        counts.hit(&refs, slot, e);
         let on_clock = holder(&refs);
         // Its own entry, full, is emptied rather than left to fail every
         // hit found there.
-        refs.fill(slot, e);
+        // SAFETY: As in `Counts::hit()`.
+        unsafe { refs.fill(slot, e) };
         let full = refs.holder(e).map(|held| refs.count_held(held));
-        refs.hit(&counts, slot, e);
+        counts.hit(&refs, slot, e);
         let emptied = refs.holder(e).map(|held| refs.count_held(held));
         drop(on_one_cpu);
         assert_eq!(took_free, Some(slot));
@@ -382,8 +397,8 @@ mod cases {
         assert_eq!((full, emptied), (Some(false), Some(true)));
         // `other`'s count left the entry when `slot` took it.
         assert_eq!(counts.0[other].load(Relaxed) >> 32, TAKE_EVERY + 1);
-        assert_eq!(refs.read(&counts, other, e), TAKE_EVERY + 1);
-        assert_eq!(refs.read(&counts, slot, e), SATURATED);
+        assert_eq!(counts.read(&refs, other, e), TAKE_EVERY + 1);
+        assert_eq!(counts.read(&refs, slot, e), SATURATED);
         assert!(counts.0[slot].load(Relaxed) >> 32 <= SATURATED);
         assert!(counts.lows_intact());
     }
