@@ -147,8 +147,8 @@ impl<const N: usize> PerCpuCounters<N> {
 
     /// Sets counter `index` of the current CPU to `new` if it is `old`, as
     /// `this_cpu_cmpxchg()`: returns `Ok(old)` if it did, or `Err` with
-    /// the value it found. A counter `index` that does not exist reads as 0
-    /// and is never set.
+    /// the value it found. A counter `index` that does not exist is never
+    /// set: that gives `Err` with a value other than `old`.
     ///
     /// Safe with preemption enabled: the CPU whose counter is compared and
     /// set is the one that runs the operation. Atomic against interrupts
@@ -159,7 +159,7 @@ impl<const N: usize> PerCpuCounters<N> {
     #[inline]
     pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
         let Some(counter) = self.counter(index) else {
-            return Err(0);
+            return Err(!old);
         };
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
         // SAFETY: As in `this_cpu_add()`.
