@@ -15,12 +15,9 @@
 //! are the counts since the base, so that a recorder counting in the
 //! middle of a reset can neither undo the clearing nor be undone by it.
 
-use crate::{
-    platform::{Atomic, Relaxed},
-    table::{Fallback, Found},
-};
+use crate::table::{Fallback, Found};
 use kernel::{
-    cpu::{self, possible_cpus, CpuId},
+    cpu::{possible_cpus, CpuId},
     percpu::PerCpuCounters,
     prelude::*,
 };
@@ -89,22 +86,17 @@ impl Totals {
 pub(crate) struct Stats {
     /// What each CPU counted since the map was created.
     counts: PerCpuCounters<COUNTERS>,
-    /// Each CPU's counts at the last reset, indexed by CPU id.
-    base: KVec<[Atomic<u64>; COUNTERS]>,
+    /// Each CPU's counts at the last reset. Only resets write them, with
+    /// `set()`, and every CPU's at once: no CPU adds to them.
+    base: PerCpuCounters<COUNTERS>,
 }
 
 impl Stats {
     /// Allocates zeroed counters for every possible CPU.
     pub(crate) fn new() -> Result<Self> {
-        let n = cpu::nr_cpu_ids() as usize;
-        let mut base = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            base.push_within_capacity([const { Atomic::new(0) }; COUNTERS])
-                .map_err(|_| ENOMEM)?;
-        }
         Ok(Self {
             counts: PerCpuCounters::new(GFP_KERNEL)?,
-            base,
+            base: PerCpuCounters::new(GFP_KERNEL)?,
         })
     }
 
@@ -115,15 +107,14 @@ impl Stats {
     }
 
     /// Returns counter `index` of `cpu` since the last reset.
+    ///
+    /// The counters are figures, read while recorders count, with no
+    /// order: readers that need one generation's hold resets off
+    /// (`StackMap::between_resets()`).
     fn since_reset(&self, cpu: CpuId, index: usize) -> u64 {
-        let base = self
-            .base
-            .get(cpu.as_u32() as usize)
-            // ORDERING: Relaxed: the counters are figures, read while
-            // recorders count; readers that need one generation's hold
-            // resets off (`StackMap::between_resets()`).
-            .map_or(0, |base| base[index].load(Relaxed));
-        self.counts.read(cpu, index).saturating_sub(base)
+        self.counts
+            .read(cpu, index)
+            .saturating_sub(self.base.read(cpu, index))
     }
 
     /// Returns the counters of CPU `cpu`.
@@ -149,9 +140,9 @@ impl Stats {
     }
 
     /// Returns the bytes the counters occupy: those of each possible CPU,
-    /// and their values at the last reset, per CPU id.
+    /// and their values at the last reset.
     pub(crate) fn memory_bytes(&self) -> usize {
-        (possible_cpus().count() + self.base.len()) * size_of::<[Atomic<u64>; COUNTERS]>()
+        2 * possible_cpus().count() * size_of::<[u64; COUNTERS]>()
     }
 
     /// Starts the reset fallback counter again from 0; part of a reset,
@@ -175,14 +166,11 @@ impl Stats {
     /// their base.
     fn rebase(&self, which: impl Fn(usize) -> bool) {
         for cpu in possible_cpus() {
-            let Some(base) = self.base.get(cpu.as_u32() as usize) else {
-                continue;
-            };
-            for (index, base) in base.iter().enumerate().filter(|&(index, _)| which(index)) {
-                // ORDERING: Relaxed: the gate's Full close and Release
-                // reopening, which come after each rebase, order it against
-                // the recorders.
-                base.store(self.counts.read(cpu, index), Relaxed);
+            for index in (0..COUNTERS).filter(|&index| which(index)) {
+                // ORDERING: `set()` is Relaxed: the gate's Full close and
+                // Release reopening, which come after each rebase, order it
+                // against the recorders.
+                self.base.set(cpu, index, self.counts.read(cpu, index));
             }
         }
     }

@@ -914,10 +914,9 @@ mod cases {
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
         // memory_bytes in stack_map_stat also counts the map's own
-        // structure and its counters: a word of each in the per-CPU area of
-        // each possible CPU, and one per CPU id to rebase them on a reset.
-        let cpu_ids = kernel::cpu::nr_cpu_ids() as usize;
-        let counters = (possible_cpus().count() + cpu_ids) * COUNTERS * 8;
+        // structure and its counters: two words of each in the per-CPU area
+        // of each possible CPU, the count and its base at the last reset.
+        let counters = possible_cpus().count() * 2 * COUNTERS * 8;
         assert_eq!(
             map.memory_bytes(),
             size_of::<StackMap>() + table.memory_bytes() + counters
@@ -932,8 +931,7 @@ mod cases {
             map.memory_bytes(),
         );
         // Read by `make bench`: what each possible CPU adds to the map, its
-        // cache of ref counts and its counters, and the counters' base of
-        // its id.
+        // cache of ref counts, its counters and their base.
         pr_info!(
             "stackmap_bench: per_cpu_bytes {}\n",
             (CPU_WORDS + 2 * COUNTERS) * 8
