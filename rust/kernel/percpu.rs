@@ -41,6 +41,11 @@ use core::ptr::NonNull;
 /// counters.this_cpu_add(1, 5);
 /// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, 1)).sum();
 /// assert_eq!(sum, 5);
+///
+/// // Every CPU's counter 0 is still 0: this sets whichever runs the call.
+/// assert_eq!(counters.this_cpu_cmpxchg(0, 0, 7), Ok(0));
+/// // There is no counter 2: never set, whatever value is expected.
+/// assert!(counters.this_cpu_cmpxchg(2, 0, 1).is_err());
 /// # Ok::<(), Error>(())
 /// ```
 pub struct PerCpuCounters<const N: usize> {
