@@ -87,7 +87,7 @@ pub(crate) struct Stats {
     /// What each CPU counted since the map was created.
     counts: PerCpuCounters<COUNTERS>,
     /// Each CPU's counts at the last reset. Only resets write them, with
-    /// `set()`, and every CPU's at once: no CPU adds to them.
+    /// `set()`; no CPU adds to its own.
     base: PerCpuCounters<COUNTERS>,
 }
 
