@@ -50,7 +50,12 @@ fi
 
 # Then the patches: they are applied to pristine files, and a change to
 # the patch set restores what the old set touched before applying the new
-# one.
+# one.  Their diffs of installed files are left out: the project's file
+# is the file as the last patch leaves it (see series.sh).
+exclude=()
+while read -r src dst; do
+	exclude+=(--exclude="$dst")
+done < "$new_manifest"
 patch_sum=$(cat "$ROOT"/patches/*.patch 2>/dev/null | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 	# No set is whole in the tree until the new one is.
@@ -62,8 +67,9 @@ if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 	: > "$PATCH_STATE/files"
 	for p in "$ROOT"/patches/*.patch; do
 		[ -f "$p" ] || continue
-		git -C "$TREE" apply --allow-empty --numstat "$p" | cut -f3 >> "$PATCH_STATE/files"
-		if ! git -C "$TREE" apply --allow-empty "$p"; then
+		git -C "$TREE" apply --allow-empty "${exclude[@]}" --numstat "$p" |
+			cut -f3 >> "$PATCH_STATE/files"
+		if ! git -C "$TREE" apply --allow-empty "${exclude[@]}" "$p"; then
 			echo "install: $(basename "$p") does not apply" >&2
 			rm -f "$PATCH_STATE/sum"
 			exit 1

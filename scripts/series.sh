@@ -5,15 +5,16 @@
 #
 # Each patches/*.patch becomes one commit on top of the pristine tree: its
 # message, its diff, and the installed files that patches/series assigns
-# to it.  The commits are built in a private index (the tree's working
+# to it (as they were before the later patches' diffs of them).  The commits are built in a private index (the tree's working
 # files are not touched), kept as the branch SERIES_BRANCH of the kernel
 # tree, and written with `git format-patch --signoff --cover-letter`,
 # signed off by git's user.name and user.email; the cover letter's text is
 # patches/cover-letter.  Then every patch goes through the tree's
 # checkpatch.pl --strict.
 #
-# Prints TAP: one case for the assignment of files to commits, one per
-# patch for checkpatch.  Exits non-zero if a case failed.
+# Prints TAP: one case for the assignment of files to commits, one for
+# the patches' changes to them, one per patch for checkpatch.  Exits
+# non-zero if a case failed.
 #
 # Usage: series.sh KERNEL_TREE OUT_DIR
 set -euo pipefail
@@ -61,15 +62,19 @@ result() { # ok|not-ok description
 }
 
 patches=("$ROOT"/patches/*.patch)
-echo "1..$((1 + ${#patches[@]}))"
+echo "1..$((2 + ${#patches[@]}))"
 
-# Each installed file goes to the commit of the one patches/series line
-# that names it or a directory above it.
+# Each installed file goes to the commit of the patches/series line that
+# names it or, failing that, the closest directory above it.
 problems=()
 while read -r src dst; do
 	owners=$(awk -v f="$dst" '
 		/^#/ || NF != 2 { next }
-		$2 == f || (substr($2, length($2)) == "/" && index(f, $2) == 1) { print $1 }
+		$2 == f || (substr($2, length($2)) == "/" && index(f, $2) == 1) {
+			if (length($2) > best) { best = length($2); owners = "" }
+			if (length($2) == best) owners = owners $1 "\n"
+		}
+		END { printf "%s", owners }
 	' "$ROOT/patches/series")
 	if [ "$(echo "$owners" | grep -c .)" -ne 1 ]; then
 		problems+=("$dst: named by ${owners:-no} line(s) of patches/series")
@@ -88,6 +93,31 @@ else
 	printf '# %s\n' "${problems[@]}"
 fi
 
+# A later patch may change a file an earlier commit adds: declare the
+# module it brings, export its entry points.  The project's file is the
+# file as the last patch leaves it; the commit that adds it gets it
+# without the later patches' changes, undone from the last patch back.
+stage=$tmp/stage
+include=()
+while read -r src dst; do
+	install -D -m644 "$ROOT/$src" "$stage/$dst"
+	include+=(--include="$dst")
+done < "$MANIFEST"
+problems=()
+for ((i = ${#patches[@]} - 1; i >= 0; i--)); do
+	if ! report=$(cd "$stage" &&
+		      git apply -R --allow-empty "${include[@]}" "${patches[i]}" 2>&1); then
+		problems+=("$(basename "${patches[i]}"): its changes to installed files do not undo:")
+		problems+=("$report")
+	fi
+done
+if [ ${#problems[@]} -eq 0 ]; then
+	result ok "the patches' changes to installed files apply to them"
+else
+	result not-ok "the patches' changes to installed files apply to them"
+	printf '%s\n' "${problems[@]}" | sed 's/^/# /'
+fi
+
 # The commits.
 parent=$(git -C "$TREE" rev-parse 'pristine^{commit}')
 for p in "${patches[@]}"; do
@@ -97,7 +127,7 @@ for p in "${patches[@]}"; do
 		while read -r dst src; do
 			mode=100644
 			[ -x "$ROOT/$src" ] && mode=100755
-			blob=$(git -C "$TREE" hash-object -w "$ROOT/$src")
+			blob=$(git -C "$TREE" hash-object -w "$stage/$dst")
 			git -C "$TREE" update-index --add --cacheinfo "$mode,$blob,$dst"
 		done < "$tmp/files-$nr"
 	fi
