@@ -5,10 +5,11 @@
 # `make series` wrote, so that the series bisects.  Each commit is checked
 # out in a worktree of the kernel tree and built, with the configuration
 # of the test kernel, in an object directory of its own (the first build
-# is a full one; the next ones are incremental).  The last commit is then
-# built once more with CONFIG_FTRACE_STACKMAP off, in a second object
-# directory: the glue must leave such a kernel as it was, with no symbol
-# of the stackmap or of its stack_cookie event.
+# is a full one; the next ones are incremental); a warning in a file the
+# series changed fails it.  The last commit is then built once more with
+# CONFIG_FTRACE_STACKMAP off, in a second object directory: the glue must
+# leave such a kernel as it was, with no symbol of the stackmap or of its
+# stack_cookie event.
 #
 # Prints TAP, one case per build.  Exits non-zero if a build fails.
 #
@@ -28,6 +29,15 @@ if [ ! -e "$WORK/tree/.git" ]; then
 	git -C "$TREE" worktree add -q --detach "$WORK/tree" pristine || exit 1
 fi
 
+# warnings LOG: the warnings of a build in the files the checked-out
+# commit changed since pristine, where a commit that leaves code unused
+# until a later one, say, would show.  A C warning names its file on its
+# own line, a Rust one on the '-->' line below it.
+warnings() {
+	git -C "$WORK/tree" diff --name-only pristine HEAD > "$WORK/changed"
+	grep -E 'warning:|^ *--> ' "$1" | grep -F -f "$WORK/changed"
+}
+
 # build N DESCRIPTION OBJ [CONFIG OPTION...]: case N, the checked-out
 # commit built in OBJ with the test kernel's configuration, the options
 # given turned off, completed for what the commit has.
@@ -46,7 +56,14 @@ build() {
 		olddefconfig > "$log" 2>&1 &&
 	   make -C "$WORK/tree" O="$obj" ARCH="$KERNEL_ARCH" LLVM="${LLVM_SUFFIX:?}" \
 		-j"$(nproc)" "$(basename "$KERNEL_IMAGE")" >> "$log" 2>&1; then
-		echo "ok $n $what ($(($(date +%s) - start)) s)"
+		warned=$(warnings "$log")
+		if [ -n "$warned" ]; then
+			failed=$((failed + 1))
+			echo "not ok $n $what: warnings in files the series changed"
+			echo "$warned" | head -n 20 | sed 's/^/# /'
+		else
+			echo "ok $n $what ($(($(date +%s) - start)) s)"
+		fi
 	else
 		failed=$((failed + 1))
 		echo "not ok $n $what (see $log)"
