@@ -38,9 +38,9 @@
 //! generation.
 //!
 //! Readers find a record from its slot, named by a cookie, or walk the
-//! records in slot order by their depths ([`Table::next_published`]); a
-//! header that is still 0 is a record being written, whose length is not
-//! known yet, so a walk waits there for its writer.
+//! records in slot order by their depths; a header that is still 0 is a
+//! record being written, whose length is not known yet, so a walk waits
+//! there for its writer.
 //!
 //! Frames are plain memory: written once by the inserter before it links
 //! them, then only read. Every reader runs in an RCU read-side critical
@@ -641,8 +641,8 @@ impl<H: StackHash> Table<H> {
         loop {
             // INVARIANT: The next slot and the depth are final once the
             // cmpxchg below links the record (only `publish()` changes the
-            // low half after that). Until then only the dumps' walks read
-            // the header, for the depth, which is final from the first
+            // low half after that). Until then only the walks of the arena
+            // read the header, for the depth, which is final from the first
             // store: a retry changes only the next slot.
             header.store(FIRST_COUNT | link(head, frames.len()), Relaxed);
             // ORDERING: Release orders the frames and the header before the
@@ -693,7 +693,7 @@ impl<H: StackHash> Table<H> {
         // them through the bucket).
         header.store(header.load(Relaxed) | PUBLISHED, Release);
         // ORDERING: Release orders the published bit before the count, for
-        // `entries()`: a walk that starts after it read the count finds at
+        // its readers: a walk that starts after one read the count finds at
         // least that many published records.
         self.used.0.fetch_add(1 << 32, Release);
     }
@@ -1048,9 +1048,9 @@ impl<H: StackHash> Table<H> {
     ///
     /// [`Table::clear`] must have emptied the table since the gate closed,
     /// and `next` must be the generation after the current one
-    /// ([`crate::cookie::next_generation`]): [`Table::slot`] and
-    /// [`Table::next_published`] rely on a generation never coming back,
-    /// with other records in its slots.
+    /// ([`crate::cookie::next_generation`]): [`Table::slot`] and the walks
+    /// of the arena rely on a generation never coming back, with other
+    /// records in its slots.
     pub(crate) unsafe fn finish_reset(&self, next: u32) {
         // ORDERING: Release publishes the cleared table to recorders and
         // readers, which check the gate with Acquire.
