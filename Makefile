@@ -10,6 +10,7 @@
 #   make suite               the upstream ftrace selftests, stacks in full vs in the map
 #   make series              the patch series to send upstream, in build/series
 #   make series-build        build the kernel at each commit of the series
+#   make series-refresh      update the patches' diffs of changed files
 #
 # See README.md for the rest.
 
@@ -67,7 +68,7 @@ KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=$(LLVM_SUFFIX)
 JOBS		?= $(shell nproc)
 
 .PHONY: all deps source install config kernel initramfs run check bench suite series series-build \
-	clean distclean
+	series-refresh clean distclean
 
 all: kernel
 
@@ -112,6 +113,10 @@ series: install
 series-build: series config
 	@KERNEL_IMAGE=$(KERNEL_IMAGE) $(ROOT)/scripts/series-build.sh $(TREE) \
 		$(OBJ)/.config $(BUILD)/series-build
+
+# BASE: the commit whose files the patches' diffs follow (HEAD).
+series-refresh:
+	@$(ROOT)/scripts/series-refresh.py $(BASE)
 
 clean:
 	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out $(BUILD)/accel

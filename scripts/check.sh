@@ -66,7 +66,7 @@ for section in plain stackmap baseline boot baseline-stackmap boot-end stackmap-
 	summary_args+=(--section "$section")
 done
 for section in kunit plain stackmap baseline boot baseline-stackmap boot-end \
-	       stackmap-late stackmap-parallel host miri panic-free series; do
+	       stackmap-late stackmap-parallel host miri panic-free series series-refresh; do
 	summary_args+=(--must-run "$section")
 done
 
@@ -146,9 +146,14 @@ host_checks() {
 	# clean.
 	echo "check: scripts/series.sh"
 	"$ROOT/scripts/series.sh" "$TREE" "$BUILD/series" > "$BUILD/series.out" 2>&1
+	# How `make series-refresh` splits a change between a patch's diff
+	# and the commits before it.
+	echo "check: scripts/series-refresh.py --self-test"
+	python3 "$ROOT/scripts/series-refresh.py" --self-test > "$BUILD/series-refresh.out" 2>&1
 }
 summary_args+=(--cargo "host=$BUILD/cargo-test.out" --cargo "miri=$BUILD/miri-test.out"
-	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out")
+	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out"
+	       --tap "series-refresh=$BUILD/series-refresh.out")
 
 guest_env="STACKMAP_TESTS='$(echo $STACKMAP_TESTS)' STACKMAP_LATE_TESTS='$STACKMAP_LATE' \
 	   STACKMAP_PARALLEL_TESTS='$(echo $STACKMAP_PARALLEL)' BASELINE_TESTS='$(echo $BASELINE)'"

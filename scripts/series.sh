@@ -5,10 +5,11 @@
 #
 # Each patches/*.patch becomes one commit on top of the pristine tree: its
 # message, its diff, and the installed files that patches/series assigns
-# to it (as they were before the later patches' diffs of them).  The commits are built in a private index (the tree's working
-# files are not touched), kept as the branch SERIES_BRANCH of the kernel
-# tree, and written with `git format-patch --signoff --cover-letter`,
-# signed off by git's user.name and user.email; the cover letter's text is
+# to it, as they were before the later patches' diffs of them.  The
+# commits are built in a private index (the tree's working files are not
+# touched), kept as the branch SERIES_BRANCH of the kernel tree, and
+# written with `git format-patch --signoff --cover-letter`, signed off by
+# git's user.name and user.email; the cover letter's text is
 # patches/cover-letter.  Then every patch goes through the tree's
 # checkpatch.pl --strict.
 #
@@ -115,7 +116,7 @@ if [ ${#problems[@]} -eq 0 ]; then
 	result ok "the patches' changes to installed files apply to them"
 else
 	result not-ok "the patches' changes to installed files apply to them"
-	printf '%s\n' "${problems[@]}" | sed 's/^/# /'
+	printf '%s\n' "${problems[@]}" "make series-refresh writes them again" | sed 's/^/# /'
 fi
 
 # The commits.
