@@ -10,8 +10,8 @@
 //! per-CPU storage and the possible CPUs from `kernel::percpu` and
 //! `kernel::cpu` directly.
 //!
-//! No other build changes this file: the host build (`host/`) compiles it,
-//! with `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
+//! No other build changes this file: out of tree, it also builds, with
+//! `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
 //! stand-in `kernel` crate on the standard library, for stress tests and
 //! Miri.
 

@@ -114,8 +114,9 @@ pub(crate) trait SharedCounts {
 /// count before.
 #[inline]
 fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
-    // ORDERING: Release pairs with the Acquire in `Refs::read()`: a reader
-    // that sees the count here no longer sees it in the entry it came from.
+    // ORDERING: Release pairs with the Acquire load of the count by its
+    // readers: one that sees the count here no longer sees it in the entry
+    // it came from.
     let old = word.fetch_add(n << SHARED_SHIFT, Release);
     let before = old >> SHARED_SHIFT;
     if before.saturating_add(n) > SATURATED {

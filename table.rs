@@ -262,8 +262,9 @@ struct Reservations(Atomic<u64>);
 /// The headers of the arena's records, which hold the shared ref counts.
 ///
 /// Holds the arena, not a slice of all its words: each access then views
-/// only the word it reaches, which is what lets Miri check the host build
-/// (`host/`) at a cost per access that does not grow with the arena.
+/// only the word it reaches, which is what lets Miri check the table, built
+/// out of tree on a host, at a cost per access that does not grow with the
+/// arena.
 #[derive(Clone, Copy)]
 struct Headers<'a>(&'a Storage<Word>);
 

@@ -466,7 +466,7 @@ mod cases {
     }
 
     #[test]
-    fn full_table_falls_back_and_corrupts_nothing() {
+    fn full_chain_falls_back_and_corrupts_nothing() {
         let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
         for id in 0..MAX_PROBE {
             lookup(&map, &stack(id, 4)).expect("insert");
@@ -561,7 +561,7 @@ mod cases {
 
     /// Fills a map with as many stacks as it has buckets and measures how
     /// far along its chain each one sits: the records a hit walks past, and
-    /// the cache lines of the table a hit reads (read by `make bench`).
+    /// the cache lines of the table a hit reads, for benchmarks to read.
     #[test]
     fn chain_lengths_at_capacity() {
         let hash = SeededHash::new(SEED);
@@ -930,8 +930,8 @@ mod cases {
             table.bits(),
             map.memory_bytes(),
         );
-        // Read by `make bench`: what each possible CPU adds to the map, its
-        // cache of ref counts, its counters and their base.
+        // For benchmarks to read: what each possible CPU adds to the map,
+        // its cache of ref counts, its counters and their base.
         pr_info!(
             "stackmap_bench: per_cpu_bytes {}\n",
             (CPU_WORDS + 2 * COUNTERS) * 8
