@@ -905,9 +905,8 @@ mod cases {
             assert_eq!(bytes, 8 * (depth + 1));
         }
         // The rest is sized by the capacity, whatever is stored: a 4-byte
-        // bucket per stack of capacity, as
-        // Documentation/trace/ftrace-stackmap.rst says. The CPUs' caches of
-        // ref counts come on top.
+        // bucket per stack of capacity, as the documentation says. The
+        // CPUs' caches of ref counts come on top.
         const BUCKET_BYTES: usize = 4;
         let caches = possible_cpus().count() * CPU_WORDS * 8;
         let words = 1 + record_words(crate::DEFAULT_BITS);
