@@ -53,11 +53,18 @@ qemu() { # accel timeout
 }
 
 # KVM hangs the guest on some hosts: use it only once a boot under it has
-# been seen to work, and remember the verdict.
+# been seen to work, and remember the verdict.  A host whose KVM is PVM
+# (the kvm_pvm module, with neither kvm_intel nor kvm_amd) runs only
+# kernels built as PVM guests, which mainline has no support for: the
+# probe would wait out its timeout there, so it is not tried.
 accel_file=$BUILD/accel
 if [ ! -s "$accel_file" ]; then
 	accel=tcg
-	if [ -w /dev/kvm ]; then
+	why='unusable or hangs'
+	if [ -d /sys/module/kvm_pvm ] && [ ! -d /sys/module/kvm_intel ] &&
+	   [ ! -d /sys/module/kvm_amd ]; then
+		why='PVM, which runs only PVM guests'
+	elif [ -w /dev/kvm ]; then
 		printf 'true\n' > "$run_dir/root/run-cmd"
 		rm -f "$run_dir/root/run-interactive"
 		(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/probe.cpio"
@@ -75,7 +82,8 @@ if [ ! -s "$accel_file" ]; then
 	# Written whole: the two `make check` boots may probe at once.
 	echo "$accel" > "$accel_file.$$"
 	mv -f "$accel_file.$$" "$accel_file"
-	echo "qemu: using $accel (KVM $( [ "$accel" = kvm ] && echo works || echo 'unusable or hangs'))" >&2
+	[ "$accel" = kvm ] && why=works
+	echo "qemu: using $accel (KVM $why)" >&2
 fi
 accel=$(cat "$accel_file")
 # Multi-threaded TCG can still run a stale int3 after ftrace patched its
