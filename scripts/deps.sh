@@ -58,6 +58,15 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOS
 	fi
 	$SUDO apt-get update -qq
+	# Debian 12 carries clang-22 only in bookworm-security, which an
+	# installed system lists but a bare debootstrap does not.
+	for p in $missing; do
+		apt-cache policy "$p" 2>/dev/null |
+			grep 'Candidate: [^(]' >/dev/null && continue
+		echo "deps: no package $p in the apt sources" \
+			"(Debian 12 has clang-22 and its kin in bookworm-security)" >&2
+		exit 1
+	done
 	if [ -n "$missing" ]; then
 		echo "deps: installing$missing"
 		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
