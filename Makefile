@@ -11,6 +11,7 @@
 #   make series              the patch series to send upstream, in build/series
 #   make series-build        build the kernel at each commit of the series
 #   make series-refresh      update the patches' diffs of changed files
+#   make fresh-check         make check and make run in a new Debian 12 root
 #
 # See README.md for the rest.
 
@@ -68,7 +69,7 @@ KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=$(LLVM_SUFFIX)
 JOBS		?= $(shell nproc)
 
 .PHONY: all deps source install config kernel initramfs run check bench suite series series-build \
-	series-refresh clean distclean
+	series-refresh fresh-check clean distclean
 
 all: kernel
 
@@ -117,6 +118,10 @@ series-build: series config
 # BASE: the commit whose files the patches' diffs follow (HEAD).
 series-refresh:
 	@$(ROOT)/scripts/series-refresh.py $(BASE)
+
+# Not on deps: it installs nothing here but debootstrap.
+fresh-check:
+	@$(ROOT)/scripts/fresh-check.sh
 
 clean:
 	rm -rf $(OBJ) $(IMAGE) $(INITRAMFS) $(BUILD)/*.log $(BUILD)/*.out $(BUILD)/accel
