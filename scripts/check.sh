@@ -135,11 +135,13 @@ host_checks() {
 
 	# No Rust panic, which is a BUG(), is reachable from the recording
 	# path, and neither is a lock or a sleep; but for the checks of
-	# undefined behaviour of a kernel with Rust debug assertions.
-	local ub_checks=()
-	grep -qx 'CONFIG_RUST_DEBUG_ASSERTIONS=y' "$OBJ/.config" && ub_checks=(--ub-checks)
-	echo "check: scripts/panic-free.py${ub_checks:+ ${ub_checks[*]}}"
-	python3 "$ROOT/scripts/panic-free.py" "${ub_checks[@]}" "llvm-objdump${LLVM_SUFFIX:?}" \
+	# undefined behaviour of a kernel with Rust debug assertions, and
+	# KASAN's checks of a kernel built with it.
+	local checks=()
+	grep -qx 'CONFIG_RUST_DEBUG_ASSERTIONS=y' "$OBJ/.config" && checks+=(--ub-checks)
+	grep -qx 'CONFIG_KASAN=y' "$OBJ/.config" && checks+=(--kasan)
+	echo "check: scripts/panic-free.py${checks:+ ${checks[*]}}"
+	python3 "$ROOT/scripts/panic-free.py" "${checks[@]}" "llvm-objdump${LLVM_SUFFIX:?}" \
 		"$OBJ/vmlinux" ftrace_stackmap_lookup > "$BUILD/panic-free.out" 2>&1
 
 	# The series to send upstream: each file in one commit, checkpatch

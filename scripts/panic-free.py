@@ -20,9 +20,15 @@ the core library's checks of the preconditions of unsafe operations
 on purpose, and they fail only where the code would otherwise have
 undefined behaviour. Any other panic still fails the first case.
 
+With --kasan, for a kernel built with CONFIG_KASAN, the path calls
+KASAN's checks of each access and its reports of a bad one, which the
+compiler adds: they are allowed and not followed. They are KASAN's to
+make safe in any context, and a report, which prints (and can panic with
+panic_on_warn), runs only where the code made a bad access anyway.
+
 Prints TAP, two cases per entry point.
 
-Usage: panic-free.py [--ub-checks] OBJDUMP VMLINUX SYMBOL...
+Usage: panic-free.py [--ub-checks] [--kasan] OBJDUMP VMLINUX SYMBOL...
 """
 
 import re
@@ -46,6 +52,8 @@ UB_CHECK = re.compile(r'^core::panicking::panic_(nounwind(_fmt)?|null_pointer_de
 # locks, allocates or sleeps.
 ALLOWED = re.compile(r'^(<?stackmap::|ftrace_stackmap_|(__)?memcpy|<?core::'
                      r'|rust_helper_(atomic|this_cpu_(add|read|cmpxchg)_))')
+# KASAN's runtime, which the compiler calls on every access it checks.
+KASAN = re.compile(r'^(__asan_|__kasan_|kasan_)')
 
 
 def disassemble(objdump, vmlinux, span):
@@ -63,9 +71,10 @@ def demangle(cxxfilt, name):
                           check=True).stdout.strip()
 
 
-def walk(tools, vmlinux, table, root):
+def walk(tools, vmlinux, table, root, kasan):
     """Returns the functions reachable from `root`, demangled, and the
-    indirect branches found in them. A panic is not descended into."""
+    indirect branches found in them. A panic is not descended into, nor,
+    if `kasan`, KASAN's runtime."""
     objdump, cxxfilt = tools
     seen, reached, todo, indirect = set(), [], [root], []
     while todo:
@@ -77,7 +86,7 @@ def walk(tools, vmlinux, table, root):
             raise RuntimeError(f'{symbol}: no such function in {vmlinux}')
         name = demangle(cxxfilt, symbol)
         reached.append(name)
-        if PANIC.search(name):
+        if PANIC.search(name) or (kasan and KASAN.search(name)):
             continue
         for line in disassemble(objdump, vmlinux, table[symbol]):
             if INDIRECT.search(line):
@@ -90,9 +99,9 @@ def walk(tools, vmlinux, table, root):
 
 def main():
     args = sys.argv[1:]
-    ub_checks = args[:1] == ['--ub-checks']
-    if ub_checks:
-        args = args[1:]
+    ub_checks = '--ub-checks' in args
+    kasan = '--kasan' in args
+    args = [arg for arg in args if arg not in ('--ub-checks', '--kasan')]
     objdump, vmlinux, roots = args[0], args[1], args[2:]
     cxxfilt = objdump.replace('objdump', 'cxxfilt')
     table = functions(objdump.replace('objdump', 'nm'), vmlinux)
@@ -100,7 +109,7 @@ def main():
     failed = 0
     for n, root in enumerate(roots, 1):
         try:
-            reached, indirect = walk((objdump, cxxfilt), vmlinux, table, root)
+            reached, indirect = walk((objdump, cxxfilt), vmlinux, table, root, kasan)
         except (RuntimeError, subprocess.CalledProcessError) as e:
             print(f'not ok {2 * n - 1} {root} cannot panic # {e}')
             print(f'not ok {2 * n} {root} cannot lock or sleep # {e}')
@@ -120,14 +129,16 @@ def main():
             but = ' but checks of undefined behaviour' if ub_checks else ''
             print(f'ok {2 * n - 1} {root} cannot panic: {len(reached)} functions '
                   f'reached, no panic among them{but}')
-        others = [name for name in reached if not ALLOWED.search(name)]
+        others = [name for name in reached if not ALLOWED.search(name)
+                  and not (kasan and KASAN.search(name))]
         if others or indirect:
             why = ', '.join(others + ['an indirect branch'] * bool(indirect))
             print(f'not ok {2 * n} {root} cannot lock or sleep: it reaches {why}')
             failed += 1
         else:
             print(f'ok {2 * n} {root} cannot lock or sleep: it reaches only the '
-                  'stackmap, atomics, per-CPU operations, memcpy and the core library')
+                  'stackmap, atomics, per-CPU operations, memcpy and the core library'
+                  f'{" besides KASAN" if kasan else ""}')
     return 1 if failed else 0
 
 
