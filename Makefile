@@ -5,7 +5,7 @@
 #   make run                 boot into a shell in /sys/kernel/tracing
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
-#   make check DEBUG=1       the same on a kernel with lockdep and PROVE_RCU
+#   make check DEBUG=1       the same on a kernel with lockdep and KASAN
 #   make bench               measure what the stackmap buys and costs
 #   make suite               the upstream ftrace selftests, stacks in full vs in the map
 #   make series              the patch series to send upstream, in build/series
@@ -41,8 +41,8 @@ export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TO
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
 IMAGE		:= $(BUILD)/bzImage
 
-# DEBUG=1: the same targets on a kernel with lockdep, PROVE_RCU, Rust
-# debug assertions and the tracers' startup tests, built apart in
+# DEBUG=1: the same targets on a kernel with lockdep, PROVE_RCU, KASAN,
+# Rust debug assertions and the tracers' startup tests, built apart in
 # build/obj-debug (a full build the first time).
 ifeq ($(DEBUG),1)
 OBJ		:= $(BUILD)/obj-debug
@@ -59,7 +59,14 @@ export TIMEOUT
 # waiting for the other CPU, and boots of a busy host have hung there for
 # good (see README.md). Only the TSC asks for the watchdog on x86, and
 # nothing in the guest needs it to.
-KERNEL_APPEND	:= tsc=nowatchdog
+#
+# And 4-level paging. identify_cpu() clears the boot CPU's feature bits
+# while it reads them again, and until the alternatives are patched,
+# pgtable_l5_enabled() reads those bits. An interrupt taken meanwhile on
+# a CPU with LA57 (QEMU's -cpu max has it) finds KASAN's bounds set for
+# 4-level paging, under which the direct map has no shadow: KASAN
+# reported its lock of an irq_desc as a wild access.
+KERNEL_APPEND	:= tsc=nowatchdog no5lvl
 export KERNEL_APPEND
 endif
 
