@@ -12,40 +12,16 @@ TREE=$1
 CACHE=${STACKMAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ftrace-stackmap}
 SERIES=7.2
 PKG=linux-source-$SERIES
-MIRROR=http://deb.debian.org/debian
 
 if [ -f "$TREE/.stackmap-baseline" ]; then
 	echo "source: $(cat "$TREE/.stackmap-baseline") in $TREE"
 	exit 0
 fi
 
-mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/archives/partial" "$CACHE/debs"
-cat > "$CACHE/apt/sources.list" <<EOS
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR sid main
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR forky main
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR trixie-backports main
-EOS
-: > "$CACHE/apt/status"
-
-APT_OPTS=(
-	-o "Dir::Etc::sourcelist=$CACHE/apt/sources.list"
-	-o "Dir::Etc::sourceparts=-"
-	-o "Dir::State::Lists=$CACHE/apt/lists"
-	-o "Dir::State::status=$CACHE/apt/status"
-	-o "Dir::Cache=$CACHE/apt"
-	-o "Dir::Cache::Archives=$CACHE/apt/archives"
-	-o "APT::Architecture=amd64"
-	-o "Acquire::Languages=none"
-	-o "Debug::NoLocking=1"
-	-o "APT::Sandbox::User=root"
-)
-
-# Refresh the lists at most once a day.
-stamp=$CACHE/apt/updated
-if [ -z "$(find "$stamp" -mmin -1440 2>/dev/null)" ]; then
-	apt-get "${APT_OPTS[@]}" -qq update
-	touch "$stamp"
-fi
+mkdir -p "$CACHE/debs"
+# shellcheck source=scripts/apt-state.sh
+. "$(dirname "$0")/apt-state.sh"
+apt_state "$CACHE/apt" amd64 sid forky trixie-backports
 
 version=$(apt-cache "${APT_OPTS[@]}" madison "$PKG" 2>/dev/null |
 	  awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | sort -V | tail -1)
