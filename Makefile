@@ -6,6 +6,7 @@
 #   make run CMD='...'       run one command in the guest, exit with its status
 #   make check               build what is stale, boot, run every test
 #   make check DEBUG=1       the same on a kernel with lockdep and KASAN
+#   make check TARGET_ARCH=arm64   the same on an arm64 kernel and guest
 #   make bench               measure what the stackmap buys and costs
 #   make suite               the upstream ftrace selftests, stacks in full vs in the map
 #   make series              the patch series to send upstream, in build/series
@@ -22,7 +23,7 @@ BUILD		?= $(ROOT)/build
 # elsewhere.
 override BUILD	:= $(abspath $(BUILD))
 TREE		:= $(BUILD)/linux
-OBJ		:= $(BUILD)/obj
+# The architecture built and booted: a directory of arch/.
 TARGET_ARCH	?= x86_64
 # The nightly whose Miri `make check` runs the host tests under.
 MIRI_TOOLCHAIN	?= nightly-2026-05-20
@@ -35,19 +36,23 @@ LLVM_SUFFIX	?= -22
 SERIES_BRANCH	:= stackmap-series
 
 include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
-export KERNEL_ARCH QEMU_SYSTEM QEMU_MACHINE GUEST_CONSOLE BUILD TREE OBJ MIRI_TOOLCHAIN \
-		LLVM_SUFFIX SERIES_BRANCH
+# Another architecture than x86_64 builds and boots apart: its kernel
+# build, image and initramfs carry its name. The kernel tree is shared.
+ARCH_SUFFIX	:= $(if $(filter x86_64,$(TARGET_ARCH)),,-$(TARGET_ARCH))
+OBJ		:= $(BUILD)/obj$(ARCH_SUFFIX)
+export KERNEL_ARCH QEMU_SYSTEM QEMU_PACKAGE QEMU_MACHINE GUEST_CONSOLE GUEST_DEB_ARCH \
+		GUEST_MULTIARCH ARCH_NOT_RUN BUILD TREE OBJ MIRI_TOOLCHAIN LLVM_SUFFIX SERIES_BRANCH
 
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
-IMAGE		:= $(BUILD)/bzImage
+IMAGE		:= $(BUILD)/$(notdir $(KERNEL_IMAGE))$(ARCH_SUFFIX)
 
 # DEBUG=1: the same targets on a kernel with lockdep, PROVE_RCU, KASAN,
 # Rust debug assertions and the tracers' startup tests, built apart in
 # build/obj-debug (a full build the first time).
 ifeq ($(DEBUG),1)
-OBJ		:= $(BUILD)/obj-debug
+OBJ		:= $(BUILD)/obj-debug$(ARCH_SUFFIX)
 FRAGMENTS	+= $(ROOT)/configs/debug.config
-IMAGE		:= $(BUILD)/bzImage-debug
+IMAGE		:= $(BUILD)/$(notdir $(KERNEL_IMAGE))-debug$(ARCH_SUFFIX)
 # Lockdep slows the guest several times over, the function tracer's tests
 # most: the plain boot of make check took 13 minutes here, and past the
 # 15 that QEMU is given otherwise when the host checks ran alongside.
@@ -70,7 +75,14 @@ KERNEL_APPEND	:= tsc=nowatchdog no5lvl
 export KERNEL_APPEND
 endif
 
-INITRAMFS	:= $(BUILD)/initramfs.cpio
+INITRAMFS	:= $(BUILD)/initramfs$(ARCH_SUFFIX).cpio
+# The bench's syscall loop is built by the host's gcc, and its figures are
+# judged as x86_64 instructions.
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+ifneq ($(TARGET_ARCH),x86_64)
+$(error make bench runs on x86_64 only)
+endif
+endif
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)
 KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=$(LLVM_SUFFIX)
 JOBS		?= $(shell nproc)

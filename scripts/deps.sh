@@ -9,7 +9,7 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
-: "${LLVM_SUFFIX:?}"
+: "${LLVM_SUFFIX:?}" "${QEMU_SYSTEM:?}" "${QEMU_PACKAGE:?}"
 PACKAGES="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFIX-dev
 	  flex bison bc libelf-dev libssl-dev cpio busybox-static gawk gcc libc6-dev
 	  make python3 xz-utils zstd git rsync ca-certificates perl python3-ply
@@ -42,8 +42,8 @@ done
 # QEMU 7.2 (bookworm) crashes SMP guests under multi-threaded TCG when the
 # kernel patches its own text; bookworm-backports carries 10.0.
 qemu_ok() {
-	command -v qemu-system-x86_64 >/dev/null &&
-		qemu-system-x86_64 --version | head -1 |
+	command -v "$QEMU_SYSTEM" >/dev/null &&
+		"$QEMU_SYSTEM" --version | head -1 |
 		awk '{ split($4, v, "."); exit !(v[1] >= 8) }'
 }
 
@@ -73,10 +73,10 @@ EOS
 			--no-install-recommends $missing
 	fi
 	if ! qemu_ok; then
-		echo "deps: installing qemu-system-x86 from bookworm-backports"
+		echo "deps: installing $QEMU_PACKAGE from bookworm-backports"
 		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends -t bookworm-backports \
-			qemu-system-x86
+			"$QEMU_PACKAGE"
 	fi
 fi
 

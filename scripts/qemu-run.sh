@@ -56,8 +56,13 @@ qemu() { # accel timeout
 # been seen to work, and remember the verdict.  A host whose KVM is PVM
 # (the kvm_pvm module, with neither kvm_intel nor kvm_amd) runs only
 # kernels built as PVM guests, which mainline has no support for: the
-# probe would wait out its timeout there, so it is not tried.
+# probe would wait out its timeout there, so it is not tried.  A guest of
+# another architecture than the host's always runs under TCG.
 accel_file=$BUILD/accel
+if [ "${QEMU_SYSTEM##*-}" != "$(uname -m)" ]; then
+	accel_file=$run_dir/accel
+	echo tcg > "$accel_file"
+fi
 if [ ! -s "$accel_file" ]; then
 	accel=tcg
 	why='unusable or hangs'
