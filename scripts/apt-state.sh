@@ -6,7 +6,8 @@
 # Sourced. apt_state DIR ARCH SUITE... writes DIR's sources (main of each
 # SUITE), sets APT_OPTS to the options that make apt-get and apt-cache use
 # DIR for ARCH's packages alone, and refreshes DIR's lists at most once a
-# day.
+# day, or when the sources changed (DIR/updated keeps the sources of the
+# last refresh).
 
 MIRROR=http://deb.debian.org/debian
 
