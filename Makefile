@@ -58,20 +58,9 @@ IMAGE		:= $(BUILD)/$(notdir $(KERNEL_IMAGE))-debug$(ARCH_SUFFIX)
 # 15 that QEMU is given otherwise when the host checks ran alongside.
 TIMEOUT		?= 2700
 export TIMEOUT
-# The tracers' startup tests run while the kernel still keeps time by
-# jiffies. The clocksource watchdog's skew check (new in 7.2) times out
-# by that clock, which stops while the check spins with interrupts off
-# waiting for the other CPU, and boots of a busy host have hung there for
-# good (see README.md). Only the TSC asks for the watchdog on x86, and
-# nothing in the guest needs it to.
-#
-# And 4-level paging. identify_cpu() clears the boot CPU's feature bits
-# while it reads them again, and until the alternatives are patched,
-# pgtable_l5_enabled() reads those bits. An interrupt taken meanwhile on
-# a CPU with LA57 (QEMU's -cpu max has it) finds KASAN's bounds set for
-# 4-level paging, under which the direct map has no shadow: KASAN
-# reported its lock of an irq_desc as a wild access.
-KERNEL_APPEND	:= tsc=nowatchdog no5lvl
+# What the debug kernel's boots need of the kernel command line, which
+# depends on the architecture (DEBUG_APPEND, from arch/*/arch.mk).
+KERNEL_APPEND	:= $(DEBUG_APPEND)
 export KERNEL_APPEND
 endif
 
