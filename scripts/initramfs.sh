@@ -18,10 +18,8 @@ STAGE=$OUT.d
 : "${GUEST_DEB_ARCH:?}" "${GUEST_MULTIARCH:?}"
 
 SYSROOT=
-native=true
 if [ "$GUEST_DEB_ARCH" != "$(dpkg --print-architecture)" ]; then
 	SYSROOT=$("$ROOT/scripts/guest-sysroot.sh" "$GUEST_DEB_ARCH")
-	native=false
 fi
 
 rm -rf "$STAGE"
@@ -32,7 +30,7 @@ install -m644 "$ROOT/guest/check.sh" "$STAGE/check.sh"
 install -m644 "$ROOT/guest/boot-check.sh" "$STAGE/boot-check.sh"
 install -m644 "$ROOT/guest/bench.sh" "$STAGE/bench.sh"
 # make bench's syscall loop, which runs on x86_64 alone (see the Makefile).
-if $native; then
+if [ -z "$SYSROOT" ]; then
 	gcc -O2 -static -o "$STAGE/bin/syscall_loop" "$ROOT/bench/syscall_loop.c"
 fi
 # Other users and groups: the ownership tests change files to them.
@@ -49,9 +47,10 @@ printf '%s\n' 'root:x:0:' 'daemon:x:1:' 'nogroup:x:65534:' > "$STAGE/etc/group"
 # loader the program names, and each library it needs (and so on) in the
 # first library directory of $SYSROOT that has it (GUEST_MULTIARCH: the
 # Debian multiarch directory of the guest's libraries).
-copy_file() { # path (in $SYSROOT and in the stage)
-	mkdir -p "$STAGE$(dirname "$1")"
-	cp -L "$SYSROOT$1" "$STAGE$1"
+copy_file() { # path-in-sysroot [stage-path, the same by default]
+	local to=${2:-$1}
+	mkdir -p "$STAGE$(dirname "$to")"
+	cp -L "$SYSROOT$1" "$STAGE$to"
 }
 copy_libraries() { # path of an ELF file in $SYSROOT
 	local interp lib dir found
@@ -75,8 +74,7 @@ copy_libraries() { # path of an ELF file in $SYSROOT
 	done
 }
 copy_program() { # path-in-sysroot stage-path
-	mkdir -p "$STAGE$(dirname "$2")"
-	cp -L "$SYSROOT$1" "$STAGE$2"
+	copy_file "$1" "$2"
 	copy_libraries "$1"
 }
 copy_program /bin/dash /bin/sh
