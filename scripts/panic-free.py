@@ -68,6 +68,13 @@ KASAN = re.compile(r'^(__asan_|__kasan_|kasan_)')
 PREEMPT = re.compile(r'^preempt_schedule_notrace$')
 
 
+def unfollowed(name, kasan):
+    """Returns whether `name` is allowed on the path but not followed:
+    the end of a per-CPU operation's section, and, if `kasan`, KASAN's
+    runtime."""
+    return bool(PREEMPT.search(name) or (kasan and KASAN.search(name)))
+
+
 def disassemble(objdump, vmlinux, span):
     """Returns the instructions in `span` as a list of lines."""
     out = subprocess.run([objdump, '-d', '--no-show-raw-insn',
@@ -85,8 +92,8 @@ def demangle(cxxfilt, name):
 
 def walk(tools, vmlinux, table, root, kasan):
     """Returns the functions reachable from `root`, demangled, and the
-    indirect branches found in them. A panic is not descended into, nor,
-    if `kasan`, KASAN's runtime."""
+    indirect branches found in them. A panic is not descended into, nor
+    what is `unfollowed()`."""
     objdump, cxxfilt = tools
     seen, reached, todo, indirect = set(), [], [root], []
     while todo:
@@ -98,7 +105,7 @@ def walk(tools, vmlinux, table, root, kasan):
             raise RuntimeError(f'{symbol}: no such function in {vmlinux}')
         name = demangle(cxxfilt, symbol)
         reached.append(name)
-        if PANIC.search(name) or PREEMPT.search(name) or (kasan and KASAN.search(name)):
+        if PANIC.search(name) or unfollowed(name, kasan):
             continue
         for line in disassemble(objdump, vmlinux, table[symbol]):
             if INDIRECT.search(line):
@@ -141,8 +148,8 @@ def main():
             but = ' but checks of undefined behaviour' if ub_checks else ''
             print(f'ok {2 * n - 1} {root} cannot panic: {len(reached)} functions '
                   f'reached, no panic among them{but}')
-        others = [name for name in reached if not ALLOWED.search(name)
-                  and not PREEMPT.search(name) and not (kasan and KASAN.search(name))]
+        others = [name for name in reached
+                  if not ALLOWED.search(name) and not unfollowed(name, kasan)]
         if others or indirect:
             why = ', '.join(others + ['an indirect branch'] * bool(indirect))
             print(f'not ok {2 * n} {root} cannot lock or sleep: it reaches {why}')
