@@ -121,7 +121,7 @@ series: install
 
 series-build: series config
 	@KERNEL_IMAGE=$(KERNEL_IMAGE) $(ROOT)/scripts/series-build.sh $(TREE) \
-		$(OBJ)/.config $(BUILD)/series-build
+		$(OBJ)/.config $(BUILD)/series-build$(ARCH_SUFFIX)
 
 # BASE: the commit whose files the patches' diffs follow (HEAD).
 series-refresh:
