@@ -41,7 +41,7 @@ include $(ROOT)/arch/$(TARGET_ARCH)/arch.mk
 ARCH_SUFFIX	:= $(if $(filter x86_64,$(TARGET_ARCH)),,-$(TARGET_ARCH))
 OBJ		:= $(BUILD)/obj$(ARCH_SUFFIX)
 export KERNEL_ARCH QEMU_SYSTEM QEMU_PACKAGE QEMU_MACHINE GUEST_CONSOLE GUEST_DEB_ARCH \
-		GUEST_MULTIARCH ARCH_NOT_RUN BUILD TREE OBJ MIRI_TOOLCHAIN LLVM_SUFFIX SERIES_BRANCH
+		GUEST_MULTIARCH BUILD TREE OBJ MIRI_TOOLCHAIN LLVM_SUFFIX SERIES_BRANCH
 
 FRAGMENTS	:= $(ROOT)/configs/common.config $(ROOT)/$(KERNEL_CONFIG)
 IMAGE		:= $(BUILD)/$(notdir $(KERNEL_IMAGE))$(ARCH_SUFFIX)
@@ -58,11 +58,12 @@ IMAGE		:= $(BUILD)/$(notdir $(KERNEL_IMAGE))-debug$(ARCH_SUFFIX)
 # 15 that QEMU is given otherwise when the host checks ran alongside.
 TIMEOUT		?= 2700
 export TIMEOUT
-# What the debug kernel's boots need of the kernel command line, which
-# depends on the architecture (DEBUG_APPEND, from arch/*/arch.mk).
-KERNEL_APPEND	:= $(DEBUG_APPEND)
-export KERNEL_APPEND
 endif
+# What the architecture needs of the kernel command line, on every boot
+# and on the debug kernel's (BOOT_APPEND and DEBUG_APPEND, from
+# arch/*/arch.mk).
+KERNEL_APPEND	:= $(BOOT_APPEND) $(if $(filter 1,$(DEBUG)),$(DEBUG_APPEND))
+export KERNEL_APPEND
 
 INITRAMFS	:= $(BUILD)/initramfs$(ARCH_SUFFIX).cpio
 # The bench's syscall loop is built by the host's gcc, and its figures are

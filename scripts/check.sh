@@ -81,16 +81,8 @@ ftrace_cases() { # test path...
 			$(grep -l '^#[ 	]*flags:.*instance' $files | wc -l)))
 	)
 }
-# Our tests that cannot run on this architecture (ARCH_NOT_RUN, from
-# arch/*/arch.mk, which says why) are in no section: none on x86_64.
-if [ -n "${ARCH_NOT_RUN-}" ]; then
-	echo "check: not run on $KERNEL_ARCH:" $ARCH_NOT_RUN
-	STACKMAP_PARALLEL=$(printf '%s\n' $STACKMAP_PARALLEL |
-			    grep -vxF "$(printf '%s\n' $ARCH_NOT_RUN)")
-fi
 STACKMAP_TESTS=$(cd "$TREE/tools/testing/selftests/ftrace" &&
-		 ls test.d/stackmap/*.tc |
-		 grep -vxF "$(printf '%s\n' $STACKMAP_LATE ${ARCH_NOT_RUN-})")
+		 ls test.d/stackmap/*.tc | grep -vxF "$(printf '%s\n' $STACKMAP_LATE)")
 summary_args+=(--cases "stackmap=$(ftrace_cases $STACKMAP_TESTS)")
 summary_args+=(--cases "stackmap-late=$(ftrace_cases $STACKMAP_LATE)")
 summary_args+=(--cases "stackmap-parallel=$(ftrace_cases $STACKMAP_PARALLEL)")

@@ -1,8 +1,8 @@
 # Everything that is specific to x86_64: the kernel's ARCH, the image the
 # build leaves, the QEMU machine and the console the guest talks on, the
 # Debian package of QEMU, the Debian architecture of the guest's programs
-# and the directory of their libraries, our tests that cannot run there
-# (none), and what the debug kernel's boots add to the command line.
+# and the directory of their libraries, and what every boot (nothing) and
+# the debug kernel's boots add to the command line.
 KERNEL_ARCH	:= x86_64
 KERNEL_IMAGE	:= arch/x86/boot/bzImage
 KERNEL_CONFIG	:= arch/x86_64/kernel.config
@@ -12,7 +12,7 @@ QEMU_MACHINE	:= -M pc -cpu max
 GUEST_CONSOLE	:= ttyS0
 GUEST_DEB_ARCH	:= amd64
 GUEST_MULTIARCH	:= x86_64-linux-gnu
-ARCH_NOT_RUN	:=
+BOOT_APPEND	:=
 
 # The debug kernel's boots (DEBUG=1). The tracers' startup tests run while
 # the kernel still keeps time by jiffies. The clocksource watchdog's skew
