@@ -58,6 +58,11 @@ NATIVE_WORKLOADS = {
     "many": "4096 in turn",
     "shared": "1, on 2 CPUs",
 }
+# The copies host/ times, each the kernel's memcpy() on the CPUs it names.
+NATIVE_COPIES = {
+    "rep_movsb": "rep movsb (the CPU has fsrm)",
+    "words": "memcpy_orig's loop of 8-byte moves (no fsrm)",
+}
 WORKLOADS = {
     "vfs": "function tracer on vfs_read/vfs_write/do_sys_openat2, func_stack_trace",
     "fs": "function tracer on seq_read_iter/shmem_file_read_iter/generic_perform_write/"
@@ -370,11 +375,14 @@ def main():
 
     if host:
         print()
+        copier = next(iter(data["host"].get("copy", {})), None)
+        result["native_copy"] = copier
         print(f"Natively on this machine's CPU ({cpu_model()}; host/ builds the")
         print("kernel's table, hash and counters for it), ns per recorded stack: the copy")
         print("the map saves, and what it does instead (hash; lookup = the CPU's entry, or")
         print("hash and probe, then compare and ref count; record = lookup, counter, cookie")
-        print("write); the medians of each workload's fastest of 12 rounds, which take turns")
+        print("write); the medians of each workload's fastest of 12 rounds, which take turns.")
+        print(f"The copy is the kernel's memcpy() on this CPU: {NATIVE_COPIES.get(copier, '?')}")
         print(f"  {'depth':>5}  {'stacks':16} {'copy':>6} {'hash':>6} {'lookup':>7} "
               f"{'record':>7}  {'record/copy':>11}")
         for depth in (4, 8, 16, 32):
