@@ -61,6 +61,14 @@ last_bits_size_top_map() {
 	! dmesg | grep -e 'bits=17 out of range' -e 'bits=17 is not a number' &&
 		top_map_has_bits 17
 }
+# Only the top instance takes it: a new instance's map gets the default.
+new_instance_has_default_bits() {
+	mkdir instances/boot-bits || return 1
+	bits=`cat instances/boot-bits/stack_map_bits`
+	rmdir instances/boot-bits
+	echo "a new instance's stack_map_bits: $bits"
+	test "$bits" -eq 14
+}
 first_stack_is_cookie() {
 	# The first stack is the oldest one only if none was overwritten.
 	if buffer_overran; then
@@ -201,13 +209,15 @@ if [ "${1-}" = end ]; then
 	exit
 fi
 
-plan=7
+plan=8
 echo "1..$plan"
 check "boot: trace_options=stackmap turns the option on" option_is_on
 check "boot: a bad ftrace_stackmap.bits is warned of, ignored or clamped" \
 	bad_bits_are_warned
 check "boot: the last ftrace_stackmap.bits, 17, sizes the top map" \
 	last_bits_size_top_map
+check "boot: a new instance's map holds the default 2^14 stacks, not 2^17" \
+	new_instance_has_default_bits
 check "boot: the first recorded stack is a cookie" first_stack_is_cookie
 check "boot: every cookie given is in the trace and resolves to its stack_map record" \
 	every_cookie_resolves
