@@ -51,12 +51,17 @@ fi
 # Then the patches: they are applied to pristine files, and a change to
 # the patch set restores what the old set touched before applying the new
 # one.  Their diffs of installed files are left out: the project's file
-# is the file as the last patch leaves it (see series.sh).
+# is the file as the last patch leaves it (see series.sh).  So the set is
+# applied again when the installed files change too: a file that left the
+# project takes its diffs again.
 exclude=()
 while read -r src dst; do
 	exclude+=(--exclude="$dst")
 done < "$new_manifest"
-patch_sum=$(cat "$ROOT"/patches/*.patch 2>/dev/null | sha256sum | cut -d' ' -f1)
+patch_sum=$({
+	cat "$ROOT"/patches/*.patch 2>/dev/null
+	cut -d' ' -f2 "$new_manifest"
+} | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$PATCH_STATE/sum" 2>/dev/null)" != "$patch_sum" ]; then
 	# No set is whole in the tree until the new one is.
 	rm -f "$PATCH_STATE/sum"
