@@ -14,7 +14,11 @@ PACKAGES="clang$LLVM_SUFFIX lld$LLVM_SUFFIX llvm$LLVM_SUFFIX libclang$LLVM_SUFFI
 	  flex bison bc libelf-dev libssl-dev cpio busybox-static gawk gcc libc6-dev
 	  make python3 xz-utils zstd git rsync ca-certificates perl python3-ply
 	  python3-git"
+# The oldest bindgen the kernel takes, and the one installed when it has
+# none as new: a fixed version, so that every machine generates the same
+# bindings.
 MIN_BINDGEN=0.71.1
+BINDGEN=0.73.2
 
 # The Rust toolchain comes from rustup, which this script does not install.
 if ! command -v rustup >/dev/null || ! command -v cargo >/dev/null; then
@@ -67,6 +71,9 @@ EOS
 			"(Debian 12 has clang-22 and its kin in bookworm-security)" >&2
 		exit 1
 	done
+	# An install cut short leaves packages unconfigured, and apt refuses
+	# to install more until they are.
+	$SUDO dpkg --configure -a
 	if [ -n "$missing" ]; then
 		echo "deps: installing$missing"
 		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
@@ -99,6 +106,6 @@ version_ge() {
 
 bindgen_version=$(bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
 if [ -z "$bindgen_version" ] || ! version_ge "$bindgen_version" "$MIN_BINDGEN"; then
-	echo "deps: installing bindgen-cli"
-	cargo install --locked bindgen-cli
+	echo "deps: installing bindgen-cli $BINDGEN"
+	cargo install --locked --version "$BINDGEN" bindgen-cli
 fi

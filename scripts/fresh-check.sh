@@ -30,6 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 if ! command -v debootstrap >/dev/null; then
+	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends debootstrap
 fi
 
