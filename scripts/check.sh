@@ -13,7 +13,8 @@
 # The third runs the tests of races with the vCPUs on host threads of
 # their own. A kernel built with the tracers' startup tests boots once
 # more, below. Meanwhile the host-side cargo tests run natively and
-# under Miri, and the series made for upstream goes through checkpatch.
+# under Miri, the series made for upstream goes through checkpatch, and
+# the Rust through rustfmt and clippy (scripts/lint.sh).
 # The last line is 'N passed, N failed, N skipped'; scripts/summarize.py
 # also counts as a failed case a section short of its plan or of the
 # tests it must run, a skipped case, a boot that failed or never
@@ -66,7 +67,8 @@ for section in plain stackmap baseline boot baseline-stackmap boot-end stackmap-
 	summary_args+=(--section "$section")
 done
 for section in kunit plain stackmap baseline boot baseline-stackmap boot-end \
-	       stackmap-late stackmap-parallel host miri panic-free series series-refresh; do
+	       stackmap-late stackmap-parallel host miri panic-free series series-refresh \
+	       lint; do
 	summary_args+=(--must-run "$section")
 done
 
@@ -152,10 +154,14 @@ host_checks() {
 	# and the commits before it.
 	echo "check: scripts/series-refresh.py --self-test"
 	python3 "$ROOT/scripts/series-refresh.py" --self-test > "$BUILD/series-refresh.out" 2>&1
+	# rustfmt over the kernel's Rust and the host crate, clippy over the
+	# host crate.
+	echo "check: scripts/lint.sh"
+	"$ROOT/scripts/lint.sh" > "$BUILD/lint.out" 2>&1
 }
 summary_args+=(--cargo "host=$BUILD/cargo-test.out" --cargo "miri=$BUILD/miri-test.out"
 	       --tap "panic-free=$BUILD/panic-free.out" --tap "series=$BUILD/series.out"
-	       --tap "series-refresh=$BUILD/series-refresh.out")
+	       --tap "series-refresh=$BUILD/series-refresh.out" --tap "lint=$BUILD/lint.out")
 
 guest_env="STACKMAP_TESTS='$(echo $STACKMAP_TESTS)' STACKMAP_LATE_TESTS='$STACKMAP_LATE' \
 	   STACKMAP_PARALLEL_TESTS='$(echo $STACKMAP_PARALLEL)' BASELINE_TESTS='$(echo $BASELINE)'"

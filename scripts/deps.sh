@@ -87,9 +87,11 @@ EOS
 	fi
 fi
 
-if ! rustup component list --installed 2>/dev/null | grep '^rust-src' >/dev/null; then
-	rustup component add rust-src
-fi
+# rust-src for the kernel build, rustfmt and clippy for scripts/lint.sh.
+for component in rust-src rustfmt clippy; do
+	rustup component list --installed 2>/dev/null | grep "^$component" >/dev/null ||
+		rustup component add "$component"
+done
 
 # Miri runs the host tests: a pinned nightly, so that every machine checks
 # with the same one.
