@@ -13,8 +13,10 @@
 #   make series-build        build the kernel at each commit of the series
 #   make series-refresh      update the patches' diffs of changed files
 #   make fresh-check         make check and make run in a new Debian 12 root
+#   make help                this list
 #
-# See README.md for the rest.
+# The steps, each also a target: deps, source, install, config, kernel,
+# initramfs; and clean, distclean. See README.md for the rest.
 
 ROOT		:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD		?= $(ROOT)/build
@@ -78,9 +80,12 @@ KMAKE		:= $(MAKE) -C $(TREE) O=$(OBJ) ARCH=$(KERNEL_ARCH) LLVM=$(LLVM_SUFFIX)
 JOBS		?= $(shell nproc)
 
 .PHONY: all deps source install config kernel initramfs run check bench suite series series-build \
-	series-refresh fresh-check clean distclean
+	series-refresh fresh-check clean distclean help
 
 all: kernel
+
+help:
+	@sed -n '3,/^$$/s/^# \{0,1\}//p' $(ROOT)/Makefile
 
 deps:
 	@$(ROOT)/scripts/deps.sh
