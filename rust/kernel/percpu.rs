@@ -15,12 +15,13 @@ use core::ptr::NonNull;
 /// `N` 64-bit counters for each possible CPU, from the per-CPU allocator.
 ///
 /// A CPU adds to its own counters with `this_cpu_add()`, or compares and
-/// sets one with `this_cpu_cmpxchg()`: on architectures with per-CPU
-/// addressing, such as x86, each is one instruction once the C helpers are
-/// inlined (`CONFIG_RUST_INLINE_HELPERS`; a call to the helper otherwise),
-/// atomic against interrupts and NMIs on the same CPU, with no lock prefix
-/// and no cache line shared with other CPUs. Where the architecture's
-/// `this_cpu` operations are not NMI-safe (no
+/// sets one with `this_cpu_cmpxchg()`, in its own per-CPU memory, atomic
+/// against interrupts and NMIs on the same CPU. On architectures with
+/// per-CPU addressing, such as x86, each is one instruction once the C
+/// helpers are inlined (`CONFIG_RUST_INLINE_HELPERS`; a call to the helper
+/// otherwise), with no lock prefix; on arm64, an atomic (an LSE instruction
+/// or a load/store-exclusive loop) with preemption disabled around it.
+/// Where the architecture's `this_cpu` operations are not NMI-safe (no
 /// `CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS`), they are relaxed atomics on the
 /// current CPU's counter instead, which are NMI-safe where the
 /// architecture's atomics are (`CONFIG_ARCH_HAVE_NMI_SAFE_CMPXCHG`). Any CPU
@@ -108,7 +109,9 @@ impl<const N: usize> PerCpuCounters<N> {
         // SAFETY: By the type invariant, `counter`, from `counter()`, is a
         // per-CPU pointer of this live allocation.
         let ptr = unsafe { bindings::raw_cpu_ptr(counter.cast()) };
-        // SAFETY: As in `per_cpu()`, for the current CPU.
+        // SAFETY: `ptr` is the current CPU's aligned `u64`, a possible CPU's
+        // (it runs), valid as long as `self`; every access to it is atomic,
+        // as in `per_cpu()`.
         unsafe { Atomic::from_ptr(ptr.cast()) }
     }
 
@@ -211,9 +214,10 @@ impl<const N: usize> PerCpuCounters<N> {
         let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
         // Every access to a counter is a marked one, so none is a data race:
-        // its CPU uses the `this_cpu_*()` operations (one instruction, or
-        // volatile accesses, or atomics where they are not NMI-safe), and
-        // other CPUs the `READ_ONCE()` and `WRITE_ONCE()` of this `Atomic`.
+        // its CPU uses the `this_cpu_*()` operations (one instruction on x86,
+        // an atomic on arm64, or atomics of this module where they are not
+        // NMI-safe), and other CPUs the `READ_ONCE()` and `WRITE_ONCE()` of
+        // this `Atomic`.
         // The `this_cpu_*()` operations store the aligned word whole on a
         // 64-bit architecture, which this module is only built for, so
         // other CPUs see the old value or the new one, never half of each.
