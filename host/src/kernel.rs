@@ -3,9 +3,10 @@
 //! The parts of the kernel crate that the stack table and its counters use,
 //! implemented on the host's standard library, so that the kernel sources
 //! build unchanged: the atomics take the kernel's ordering arguments and map
-//! them to the C++ memory model, RCU read-side sections cost nothing (this
-//! build never resets a table), vmalloc is the heap, which sets its own
-//! limit, and a thread is a CPU.
+//! them to the C++ memory model, RCU read-side sections cost nothing (the
+//! tests that reset a table stand in for RCU themselves), vmalloc is the
+//! heap, which sets its own limit, and a thread is a CPU, which tests may
+//! have threads share.
 
 /// `kernel::prelude`.
 pub mod prelude {
@@ -156,7 +157,10 @@ pub mod types {
 
 /// `kernel::cpu`: each thread that counts is a CPU.
 pub mod cpu {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::{
+        cell::Cell,
+        sync::atomic::{AtomicU32, Ordering},
+    };
 
     /// The number of CPUs the counters are sized for.
     pub const NR_CPUS: u32 = 8;
@@ -178,14 +182,25 @@ pub mod cpu {
     static NEXT: AtomicU32 = AtomicU32::new(0);
 
     std::thread_local! {
-        static ID: u32 = NEXT.fetch_add(1, Ordering::Relaxed) % NR_CPUS;
+        static ID: Cell<u32> = Cell::new(NEXT.fetch_add(1, Ordering::Relaxed) % NR_CPUS);
     }
 
     impl CpuId {
         /// Returns the CPU of the calling thread.
         #[inline]
         pub fn current() -> Self {
-            Self(ID.with(|id| *id))
+            Self(ID.with(Cell::get))
+        }
+
+        /// Makes the calling thread run as this CPU from now on.
+        ///
+        /// Threads that run as one CPU update its per-CPU words at any
+        /// point of each other's updates, as an interrupt or NMI does
+        /// with the code it interrupts, and more: the kernel's NMI runs to
+        /// its end before the code it interrupted goes on.
+        #[cfg(test)]
+        pub fn run_as(self) {
+            ID.with(|id| id.set(self.0));
         }
 
         /// Returns the CPU `id`, if it is a possible one.
@@ -260,12 +275,18 @@ pub mod percpu {
 
         /// Adds `value` to counter `index` of the calling thread's CPU.
         ///
-        /// A load and a store, as `this_cpu_add()` is no locked
-        /// instruction: a CPU's counters have one writer, its thread.
+        /// In the tests, whose threads may share a CPU, an atomic add, as
+        /// `this_cpu_add()` is atomic on its CPU. In the benchmark, whose
+        /// threads have CPUs of their own, a load and a store, as
+        /// `this_cpu_add()` has no lock prefix on x86.
         #[inline]
         pub fn this_cpu_add(&self, index: usize, value: u64) {
             if let Some(counter) = self.this_cpu(index) {
-                counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
+                if cfg!(test) {
+                    counter.fetch_add(value, Relaxed);
+                } else {
+                    counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
+                }
             }
         }
 
@@ -278,16 +299,17 @@ pub mod percpu {
 
         /// Sets counter `index` of the calling thread's CPU to `new` if it
         /// is `old`: returns `Ok(old)` if it did, or `Err` with the value
-        /// it found.
+        /// it found; as the kernel's, `Err` with a value other than `old`
+        /// if there is no counter `index`.
         ///
-        /// In the tests, whose threads may share a CPU here, an atomic
+        /// In the tests, whose threads may share a CPU, an atomic
         /// compare-exchange. In the benchmark, whose threads have CPUs of
         /// their own, a load and a store, as `this_cpu_cmpxchg()` has no
         /// lock prefix on x86.
         #[inline]
         pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
             let Some(counter) = self.this_cpu(index) else {
-                return Err(0);
+                return Err(!old);
             };
             if cfg!(test) {
                 return counter.compare_exchange(old, new, Relaxed, Relaxed);

@@ -8,13 +8,17 @@
 //! checked against what the protocol promises: one record per stack, one
 //! cookie per stack, every cookie resolving to its own frames, every
 //! counted recording in a ref count, and walks of the records meanwhile,
-//! as the dumps make them, finding only whole stacks.
+//! as the dumps make them, finding only whole stacks. The threads run two
+//! to a CPU: each updates the CPU's ref count cache in the middle of the
+//! other's updates, as an interrupt or NMI may.
 
 use crate::{
-    cookie::FIRST_GENERATION,
+    cookie::{Cookie, FIRST_GENERATION},
+    cpu::CpuId,
     hash::{SeededHash, StackHash},
     lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
+    refs::{self, TAKE_EVERY},
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
 };
 use std::{
@@ -29,6 +33,14 @@ use std::{
 /// Recording threads; more than the CPUs, so that preemption also
 /// interleaves them at arbitrary points.
 const THREADS: usize = 4;
+
+/// Makes the calling thread, recorder `t`, run as a CPU it shares with
+/// one other recorder.
+fn run_as_cpu_of(t: usize) {
+    CpuId::from_u32((t / 2) as u32)
+        .expect("a possible CPU")
+        .run_as();
+}
 
 /// Makes the stack `id` of `depth` frames; stacks share their outer frames.
 fn stack(id: usize, depth: usize) -> Vec<usize> {
@@ -98,6 +110,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
             .map(|t| {
                 let barrier = &barrier;
                 s.spawn(move || {
+                    run_as_cpu_of(t);
                     let mut seen = vec![(None, 0); stacks];
                     barrier.wait();
                     for round in 0..rounds {
@@ -226,4 +239,126 @@ fn walk_waits_for_a_record_being_written() {
         unsafe { table.abandon_unwritten(unwritten, 7) };
         assert_eq!(walker.join().expect("walker thread"), [1, 2]);
     });
+}
+
+/// Stacks that count in one entry of each CPU's ref count cache.
+const SHARING: usize = 4;
+
+/// Rounds over them per thread: enough for each stack to take the entry
+/// from the others several times (see the test).
+const SHARING_ROUNDS: usize = if cfg!(miri) {
+    2 * TAKE_EVERY as usize
+} else {
+    1 << 14
+};
+
+/// Returns `SHARING` stacks of depth 8 that count in one entry: the first
+/// two by their keys' check bits told apart, the last two with the same
+/// key (the same depth, innermost and middle frames), told apart only by
+/// their frames.
+fn sharing_stacks() -> Vec<Vec<usize>> {
+    let entry = |frames: &[usize]| refs::entry(frames.len(), frames[0] as u64, frames[4] as u64);
+    let first = stack(0, 8);
+    let mut stacks: Vec<_> = (1..)
+        .map(|id| stack(id, 8))
+        .filter(|frames| entry(frames).index == entry(&first).index)
+        .take(SHARING - 3)
+        .collect();
+    stacks.insert(0, first);
+    for outer in [0x10, 0x20] {
+        let mut twin = stacks[0].clone();
+        twin[7] += outer;
+        assert_eq!(entry(&twin), entry(&stacks[0]));
+        stacks.push(twin);
+    }
+    stacks
+}
+
+#[test]
+fn parallel_hits_trade_shared_entries() {
+    let stacks = sharing_stacks();
+    for seed in 0..TABLES.div_ceil(10) {
+        let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(seed)).expect("table");
+        trade(&table, &stacks);
+    }
+}
+
+/// Has `THREADS` threads, two to a CPU, record `stacks`, which count in
+/// one entry, in turn; checks their counts after.
+fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
+    let barrier = Barrier::new(THREADS);
+    // Per thread, per stack: the cookie it got and the recordings counted.
+    // A stack hit while another holds its entry counts on its shared count
+    // and takes the entry on every `TAKE_EVERY`-th count there, moving the
+    // holder's count to the holder's shared count: the stacks are hit in
+    // turn, so each thread's hits on a stack mostly find the entry taken,
+    // and each stack takes it some `THREADS * SHARING_ROUNDS / TAKE_EVERY`
+    // times, at any point of the other thread's hits on the same CPU.
+    let results: Vec<Vec<(Option<Cookie>, u64)>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    run_as_cpu_of(t);
+                    let mut seen = vec![(None, 0); stacks.len()];
+                    barrier.wait();
+                    for _ in 0..SHARING_ROUNDS {
+                        for (k, frames) in stacks.iter().enumerate() {
+                            let rcu = rcu_read_lock();
+                            let cookie =
+                                match lookup_or_insert(table, frames, ReadSection::new(&rcu)) {
+                                    Ok(found) => found.cookie(),
+                                    Err(Fallback::Busy) => continue,
+                                    Err(e) => panic!("stack {k}: unexpected {e:?}"),
+                                };
+                            let seen = &mut seen[k];
+                            assert!(seen.0.is_none_or(|c| c == cookie), "stack {k}: two cookies");
+                            *seen = (Some(cookie), seen.1 + 1);
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("recorder thread"))
+            .collect()
+    });
+
+    // With the recorders stopped, each count is exact: every recording in
+    // it once, whichever entries and shared counts it went through.
+    let rcu = rcu_read_lock();
+    for (k, frames) in stacks.iter().enumerate() {
+        let cookie = results.iter().find_map(|r| r[k].0).expect("recorded");
+        assert!(
+            results.iter().all(|r| r[k].0.is_none_or(|c| c == cookie)),
+            "stack {k}: two cookies"
+        );
+        // SAFETY: The table issued `cookie` in its current generation.
+        let record = unsafe {
+            table.slot(
+                cookie.slot() as usize,
+                table.generation(),
+                ReadSection::new(&rcu),
+            )
+        }
+        .expect("the cookie resolves");
+        assert_eq!(
+            &record.frames().collect::<Vec<_>>(),
+            frames,
+            "stack {k}: wrong frames"
+        );
+        let recorded: u64 = results.iter().map(|r| r[k].1).sum();
+        // Once the stack is published, no lookup of it falls back.
+        assert!(
+            recorded >= SHARING_ROUNDS as u64,
+            "stack {k}: {recorded} recorded"
+        );
+        assert_eq!(
+            record.refs(),
+            recorded,
+            "stack {k}: lost or doubled ref counts"
+        );
+    }
 }
