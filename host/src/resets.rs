@@ -116,10 +116,22 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                         if !got.is_empty() {
                             let (cookie, of) = got[i % got.len()];
                             // Resolving reads the table: inside a section.
+                            // A reset that closes the gate meanwhile waits
+                            // for the section to end before it opens the
+                            // next generation: a cookie of the generation
+                            // open before and after the call resolves.
                             let _section = Section::enter(counter);
-                            if let Some((frames, _)) = resolve(table, cookie) {
-                                assert_eq!(frames, stack(of), "{cookie:?}: another stack");
-                                resolved += 1;
+                            let open = || table.open() == Some(cookie.generation());
+                            let before = open();
+                            match resolve(table, cookie) {
+                                Some((frames, _)) => {
+                                    assert_eq!(frames, stack(of), "{cookie:?}: another stack");
+                                    resolved += 1;
+                                }
+                                None => assert!(
+                                    !(before && open()),
+                                    "{cookie:?}: of the open generation, unresolved"
+                                ),
                             }
                         }
                         if got.len() > 4 * STACKS {
