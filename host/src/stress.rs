@@ -19,6 +19,7 @@ use crate::{
     lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     refs::{self, TAKE_EVERY},
+    stats::Stats,
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
 };
 use std::{
@@ -99,16 +100,17 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
 
 /// Has `THREADS` threads record `stacks` stacks `rounds` times each, each
 /// thread in its own order, all starting together, while another walks
-/// the records; checks the table after.
+/// the records; checks the table and the counters of the outcomes after.
 fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     let barrier = Barrier::new(THREADS);
     let done = AtomicBool::new(false);
+    let stats = Stats::new().expect("counters");
     // Per thread, per stack: the cookie it got, and how many hits and
     // inserts it saw.
     let results: Vec<Vec<(Option<u64>, u64)>> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
-                let barrier = &barrier;
+                let (barrier, stats) = (&barrier, &stats);
                 s.spawn(move || {
                     run_as_cpu_of(t);
                     let mut seen = vec![(None, 0); stacks];
@@ -121,13 +123,15 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                             let id = (k * (2 * round * t + 1) + round) % stacks;
                             let frames = stack(id, 1 + id % 12);
                             let rcu = rcu_read_lock();
-                            let cookie =
-                                match lookup_or_insert(table, &frames, ReadSection::new(&rcu)) {
-                                    Ok(found) => found.cookie().to_raw(),
-                                    // The insert in flight on another CPU.
-                                    Err(Fallback::Busy) => continue,
-                                    Err(e) => panic!("stack {id}: unexpected {e:?}"),
-                                };
+                            // Counted as `StackMap::lookup()` counts.
+                            let outcome = lookup_or_insert(table, &frames, ReadSection::new(&rcu));
+                            stats.count(&outcome);
+                            let cookie = match outcome {
+                                Ok(found) => found.cookie().to_raw(),
+                                // The insert in flight on another CPU.
+                                Err(Fallback::Busy) => continue,
+                                Err(e) => panic!("stack {id}: unexpected {e:?}"),
+                            };
                             let entry = &mut seen[id];
                             assert!(
                                 entry.0.is_none_or(|c| c == cookie),
@@ -157,6 +161,18 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     });
 
     assert_eq!(table.entries(), stacks);
+    // Every lookup counted once, on CPUs that two threads share: each
+    // stack inserted once, every other lookup a hit or a fallback while
+    // its insert was in flight.
+    let totals = stats.totals();
+    let found: u64 = results.iter().flatten().map(|r| r.1).sum();
+    assert_eq!(totals.inserts, stacks as u64, "inserts counted");
+    assert_eq!(totals.hits + totals.inserts, found, "hits counted");
+    assert_eq!(
+        totals.hits + totals.inserts + totals.busy,
+        (THREADS * stacks * rounds) as u64
+    );
+    assert_eq!(totals.fallbacks(), totals.busy, "fallbacks other than busy");
     // No insert is in flight any more: a walk finds every stack, once.
     let mut ids = walk(table, stacks);
     ids.sort_unstable();
