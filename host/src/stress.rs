@@ -98,6 +98,76 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
     ids
 }
 
+/// What a recorder saw of each stack: the cookie it got, and how many hits
+/// and inserts.
+type Seen = Vec<(Option<Cookie>, u64)>;
+
+/// Records `frames`, stack `k`: looks it up and counts the outcome as
+/// `StackMap::lookup()` does, and notes in `seen` the cookie it got, which
+/// must be the one got before. A fallback while the stack's insert is in
+/// flight on another CPU is all that may keep it from a cookie.
+fn record<H: StackHash>(
+    table: &Table<H>,
+    stats: &Stats,
+    frames: &[usize],
+    k: usize,
+    seen: &mut Seen,
+) {
+    let rcu = rcu_read_lock();
+    let outcome = lookup_or_insert(table, frames, ReadSection::new(&rcu));
+    stats.count(&outcome);
+    let cookie = match outcome {
+        Ok(found) => found.cookie(),
+        Err(Fallback::Busy) => return,
+        Err(e) => panic!("stack {k}: unexpected {e:?}"),
+    };
+    let seen = &mut seen[k];
+    assert!(seen.0.is_none_or(|c| c == cookie), "stack {k}: two cookies");
+    *seen = (Some(cookie), seen.1 + 1);
+}
+
+/// Checks, with the recorders stopped, that each stack `k` recorded has one
+/// cookie, which resolves to `frames(k)`, and whose ref count is exact:
+/// every hit and insert `results` saw, once, whichever entries and shared
+/// counts it went through.
+fn check_recorded<H: StackHash>(
+    table: &Table<H>,
+    results: &[Seen],
+    frames: impl Fn(usize) -> Vec<usize>,
+) {
+    let rcu = rcu_read_lock();
+    for k in 0..results[0].len() {
+        let cookie = results
+            .iter()
+            .find_map(|r| r[k].0)
+            .unwrap_or_else(|| panic!("stack {k}: never recorded"));
+        assert!(
+            results.iter().all(|r| r[k].0.is_none_or(|c| c == cookie)),
+            "stack {k}: two cookies"
+        );
+        // SAFETY: The table issued `cookie` in its current generation.
+        let record = unsafe {
+            table.slot(
+                cookie.slot() as usize,
+                table.generation(),
+                ReadSection::new(&rcu),
+            )
+        }
+        .expect("the cookie resolves");
+        assert_eq!(
+            record.frames().collect::<Vec<_>>(),
+            frames(k),
+            "stack {k}: wrong frames"
+        );
+        let recorded: u64 = results.iter().map(|r| r[k].1).sum();
+        assert_eq!(
+            record.refs(),
+            recorded,
+            "stack {k}: lost or doubled ref counts"
+        );
+    }
+}
+
 /// Has `THREADS` threads record `stacks` stacks `rounds` times each, each
 /// thread in its own order, all starting together, while another walks
 /// the records; checks the table and the counters of the outcomes after.
@@ -105,9 +175,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     let barrier = Barrier::new(THREADS);
     let done = AtomicBool::new(false);
     let stats = Stats::new().expect("counters");
-    // Per thread, per stack: the cookie it got, and how many hits and
-    // inserts it saw.
-    let results: Vec<Vec<(Option<u64>, u64)>> = thread::scope(|s| {
+    let results: Vec<Seen> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (barrier, stats) = (&barrier, &stats);
@@ -121,23 +189,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                             // that they race for the same new stacks, then
                             // hit them in orders of their own.
                             let id = (k * (2 * round * t + 1) + round) % stacks;
-                            let frames = stack(id, 1 + id % 12);
-                            let rcu = rcu_read_lock();
-                            // Counted as `StackMap::lookup()` counts.
-                            let outcome = lookup_or_insert(table, &frames, ReadSection::new(&rcu));
-                            stats.count(&outcome);
-                            let cookie = match outcome {
-                                Ok(found) => found.cookie().to_raw(),
-                                // The insert in flight on another CPU.
-                                Err(Fallback::Busy) => continue,
-                                Err(e) => panic!("stack {id}: unexpected {e:?}"),
-                            };
-                            let entry = &mut seen[id];
-                            assert!(
-                                entry.0.is_none_or(|c| c == cookie),
-                                "stack {id}: two cookies"
-                            );
-                            *entry = (Some(cookie), entry.1 + 1);
+                            record(table, stats, &stack(id, 1 + id % 12), id, &mut seen);
                         }
                     }
                     seen
@@ -177,24 +229,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     let mut ids = walk(table, stacks);
     ids.sort_unstable();
     assert_eq!(ids, (0..stacks).collect::<Vec<_>>(), "a walk missed stacks");
-    let rcu = rcu_read_lock();
-    for id in 0..stacks {
-        let cookies: Vec<u64> = results.iter().filter_map(|r| r[id].0).collect();
-        assert!(!cookies.is_empty(), "stack {id}: never recorded");
-        assert!(
-            cookies.iter().all(|&c| c == cookies[0]),
-            "stack {id}: two cookies"
-        );
-        let slot = cookies[0] as u32 as usize;
-        // SAFETY: The slot is that of a cookie the table issued in its
-        // current generation.
-        let record = unsafe { table.slot(slot, table.generation(), ReadSection::new(&rcu)) }
-            .expect("the cookie resolves");
-        let frames: Vec<usize> = record.frames().collect();
-        assert_eq!(frames, stack(id, 1 + id % 12), "stack {id}: wrong frames");
-        let recorded: u64 = results.iter().map(|r| r[id].1).sum();
-        assert_eq!(record.refs(), recorded, "stack {id}: lost ref counts");
-    }
+    check_recorded(table, &results, |id| stack(id, 1 + id % 12));
 }
 
 /// Races on fresh tables, this many times per test. Under Miri, which
@@ -303,33 +338,24 @@ fn parallel_hits_trade_shared_entries() {
 /// one entry, in turn; checks their counts after.
 fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
     let barrier = Barrier::new(THREADS);
-    // Per thread, per stack: the cookie it got and the recordings counted.
+    let stats = Stats::new().expect("counters");
     // A stack hit while another holds its entry counts on its shared count
     // and takes the entry on every `TAKE_EVERY`-th count there, moving the
     // holder's count to the holder's shared count: the stacks are hit in
     // turn, so each thread's hits on a stack mostly find the entry taken,
     // and each stack takes it some `THREADS * SHARING_ROUNDS / TAKE_EVERY`
     // times, at any point of the other thread's hits on the same CPU.
-    let results: Vec<Vec<(Option<Cookie>, u64)>> = thread::scope(|s| {
+    let results: Vec<Seen> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
-                let barrier = &barrier;
+                let (barrier, stats) = (&barrier, &stats);
                 s.spawn(move || {
                     run_as_cpu_of(t);
                     let mut seen = vec![(None, 0); stacks.len()];
                     barrier.wait();
                     for _ in 0..SHARING_ROUNDS {
                         for (k, frames) in stacks.iter().enumerate() {
-                            let rcu = rcu_read_lock();
-                            let cookie =
-                                match lookup_or_insert(table, frames, ReadSection::new(&rcu)) {
-                                    Ok(found) => found.cookie(),
-                                    Err(Fallback::Busy) => continue,
-                                    Err(e) => panic!("stack {k}: unexpected {e:?}"),
-                                };
-                            let seen = &mut seen[k];
-                            assert!(seen.0.is_none_or(|c| c == cookie), "stack {k}: two cookies");
-                            *seen = (Some(cookie), seen.1 + 1);
+                            record(table, stats, frames, k, &mut seen);
                         }
                     }
                     seen
@@ -342,39 +368,14 @@ fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
             .collect()
     });
 
-    // With the recorders stopped, each count is exact: every recording in
-    // it once, whichever entries and shared counts it went through.
-    let rcu = rcu_read_lock();
-    for (k, frames) in stacks.iter().enumerate() {
-        let cookie = results.iter().find_map(|r| r[k].0).expect("recorded");
-        assert!(
-            results.iter().all(|r| r[k].0.is_none_or(|c| c == cookie)),
-            "stack {k}: two cookies"
-        );
-        // SAFETY: The table issued `cookie` in its current generation.
-        let record = unsafe {
-            table.slot(
-                cookie.slot() as usize,
-                table.generation(),
-                ReadSection::new(&rcu),
-            )
-        }
-        .expect("the cookie resolves");
-        assert_eq!(
-            &record.frames().collect::<Vec<_>>(),
-            frames,
-            "stack {k}: wrong frames"
-        );
+    // Once a stack is published, no lookup of it falls back: the trades
+    // above took place.
+    for k in 0..stacks.len() {
         let recorded: u64 = results.iter().map(|r| r[k].1).sum();
-        // Once the stack is published, no lookup of it falls back.
         assert!(
             recorded >= SHARING_ROUNDS as u64,
             "stack {k}: {recorded} recorded"
         );
-        assert_eq!(
-            record.refs(),
-            recorded,
-            "stack {k}: lost or doubled ref counts"
-        );
     }
+    check_recorded(table, &results, |k| stacks[k].clone());
 }
