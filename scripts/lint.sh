@@ -7,7 +7,7 @@
 # ... CLIPPY=1` (README.md): it rebuilds the kernel crate, and the next
 # build would rebuild it again.
 #
-# Usage: lint.sh (with TREE, OBJ and LLVM_SUFFIX from the Makefile)
+# Usage: lint.sh (with BUILD, TREE, OBJ and LLVM_SUFFIX from the Makefile)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
