@@ -39,7 +39,7 @@ impl<H: StackHash> StackMap<H> {
         if *guard {
             return Err(EAGAIN);
         }
-        let next = next_generation(self.table.generation())?;
+        let next = next_generation(self.table().generation())?;
         self.close_for_reset(&guard);
         rcu::synchronize_rcu();
         // SAFETY: The gate closed under `guard` and a grace period has
@@ -66,8 +66,8 @@ impl<H: StackHash> StackMap<H> {
     /// resets out until the gate is open again.
     pub(crate) fn close_for_reset(&self, reset: &MutexGuard<'_, bool>) {
         debug_assert!(core::ptr::eq(reset.lock_ref(), &self.reset_lock));
-        self.stats.begin_reset();
-        self.table.begin_reset();
+        self.stats().begin_reset();
+        self.table().begin_reset();
     }
 
     /// The last step of a reset: empties the table, starts the other
@@ -84,10 +84,10 @@ impl<H: StackHash> StackMap<H> {
         debug_assert!(core::ptr::eq(reset.lock_ref(), &self.reset_lock));
         // SAFETY: The gate is closed and nobody that found it open is left,
         // per the safety requirements; the reset lock keeps other resets out.
-        unsafe { self.table.clear() };
-        self.stats.finish_reset();
+        unsafe { self.table().clear() };
+        self.stats().finish_reset();
         // SAFETY: The table was just emptied, and `next` follows the
         // current generation, per the safety requirements.
-        unsafe { self.table.finish_reset(next) };
+        unsafe { self.table().finish_reset(next) };
     }
 }
