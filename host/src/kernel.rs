@@ -3,15 +3,17 @@
 //! The parts of the kernel crate that the stack table and its counters use,
 //! implemented on the host's standard library, so that the kernel sources
 //! build unchanged: the atomics take the kernel's ordering arguments and map
-//! them to the C++ memory model, RCU read-side sections cost nothing (the
-//! tests that reset a table stand in for RCU themselves), vmalloc is the
-//! heap, which sets its own limit, and a thread is a CPU, which tests may
-//! have threads share.
+//! them to the C++ memory model, an RCU grace period waits for the threads
+//! in a read-side section, vmalloc is the heap, which sets its own limit, a
+//! thread is a CPU, which tests may have threads share, and pin-init comes
+//! from its user-space release, `pinned-init`.
 
 /// `kernel::prelude`.
 pub mod prelude {
     pub use super::alloc::{Flags, VVec, __GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL};
-    pub use super::error::{Error, Result, EINVAL, ENOMEM, EOVERFLOW};
+    pub use super::error::{Error, Result, EAGAIN, EBUSY, EINVAL, ENOMEM, EOVERFLOW};
+    pub use crate::try_pin_init;
+    pub use pinned_init::pin_data;
 
     /// `kernel::prelude::KVec`: the same vector, from kmalloc.
     pub type KVec<T> = VVec<T>;
@@ -23,6 +25,10 @@ pub mod error {
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct Error(pub i32);
 
+    /// `-EAGAIN`.
+    pub const EAGAIN: Error = Error(11);
+    /// `-EBUSY`.
+    pub const EBUSY: Error = Error(16);
     /// `-EINVAL`.
     pub const EINVAL: Error = Error(22);
     /// `-ENOMEM`.
@@ -32,6 +38,30 @@ pub mod error {
 
     /// `kernel::error::Result`.
     pub type Result<T = (), E = Error> = core::result::Result<T, E>;
+
+    /// The error of an initializer that cannot fail, and of a failed
+    /// allocation from the host heap, which aborts instead.
+    impl From<core::convert::Infallible> for Error {
+        fn from(e: core::convert::Infallible) -> Self {
+            match e {}
+        }
+    }
+}
+
+/// `kernel::try_pin_init!`: pin-init's, failing with [`error::Error`].
+#[macro_export]
+macro_rules! try_pin_init {
+    ($($args:tt)*) => {
+        ::pinned_init::try_pin_init!($($args)* ? $crate::error::Error)
+    };
+}
+
+/// `kernel::new_mutex!`: a [`sync::Mutex`] holding `$inner`.
+#[macro_export]
+macro_rules! new_mutex {
+    ($inner:expr $(, $name:literal)? $(,)?) => {
+        $crate::sync::Mutex::new($inner)
+    };
 }
 
 /// `kernel::alloc`.
@@ -226,6 +256,16 @@ pub mod bindings {
     /// None: `unsafe` as the C function's binding is.
     pub unsafe fn si_mem_available() -> core::ffi::c_long {
         core::ffi::c_long::MAX
+    }
+
+    /// `get_random_u64()`.
+    ///
+    /// # Safety
+    ///
+    /// None: `unsafe` as the C function's binding is.
+    pub unsafe fn get_random_u64() -> u64 {
+        use std::hash::{BuildHasher, RandomState};
+        RandomState::new().hash_one(0u64)
     }
 }
 
@@ -555,18 +595,158 @@ pub mod sync {
         }
     }
 
-    /// `kernel::sync::rcu`: a read-side section that holds nothing off. The
-    /// tests that reset a table while others use it wait for them with a
-    /// grace period of their own (`resets.rs`).
+    /// `kernel::sync::rcu`: each thread counts its read-side sections,
+    /// and a grace period waits for the threads it finds inside one.
     pub mod rcu {
         use crate::types::NotThreadSafe;
+        use std::{
+            cell::Cell,
+            sync::{
+                atomic::{fence, AtomicU64, Ordering::SeqCst},
+                Arc, Mutex, PoisonError,
+            },
+            thread,
+        };
+
+        /// The counter of every thread that entered a section; a thread's
+        /// is odd while it is inside one.
+        static READERS: Mutex<Vec<Arc<AtomicU64>>> = Mutex::new(Vec::new());
+
+        std::thread_local! {
+            /// The calling thread's counter, and how deep its sections nest.
+            static READER: (Arc<AtomicU64>, Cell<u32>) = {
+                let counter = Arc::new(AtomicU64::new(0));
+                READERS
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(counter.clone());
+                (counter, Cell::new(0))
+            };
+        }
 
         /// An RCU read-side critical section.
         pub struct Guard(NotThreadSafe);
 
         /// Enters a read-side critical section.
         pub fn read_lock() -> Guard {
+            READER.with(|(counter, depth)| {
+                if depth.replace(depth.get() + 1) == 0 {
+                    counter.fetch_add(1, SeqCst);
+                    // A section that the grace period does not wait for
+                    // sees what was done before it (a reset closing a
+                    // table's gate), as RCU guarantees: without the fence,
+                    // a load in the section could still read the value
+                    // from before, the store-buffering outcome of weak
+                    // memory.
+                    fence(SeqCst);
+                }
+            });
             Guard(core::marker::PhantomData)
+        }
+
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                READER.with(|(counter, depth)| {
+                    depth.set(depth.get() - 1);
+                    if depth.get() == 0 {
+                        counter.fetch_add(1, SeqCst);
+                    }
+                });
+            }
+        }
+
+        /// Waits until every thread that was inside a read-side section
+        /// when it was called has left it.
+        pub fn synchronize_rcu() {
+            fence(SeqCst);
+            let seen: Vec<(Arc<AtomicU64>, u64)> = READERS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|c| (c.clone(), c.load(SeqCst)))
+                .collect();
+            for (counter, seen) in seen {
+                while seen % 2 == 1 && counter.load(SeqCst) == seen {
+                    thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// `kernel::sync::Arc`: pinned, made by an initializer.
+    pub struct Arc<T>(core::pin::Pin<std::sync::Arc<T>>);
+
+    impl<T> Arc<T> {
+        /// Allocates a `T` and runs `init` on it in place.
+        pub fn pin_init(
+            init: impl pinned_init::PinInit<T, crate::error::Error>,
+            _: crate::alloc::Flags,
+        ) -> crate::error::Result<Self> {
+            use pinned_init::InPlaceInit;
+            Ok(Self(std::sync::Arc::try_pin_init(init)?))
+        }
+    }
+
+    impl<T> Clone for Arc<T> {
+        fn clone(&self) -> Self {
+            Self(self.0.clone())
+        }
+    }
+
+    impl<T> core::ops::Deref for Arc<T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.0
+        }
+    }
+
+    /// `kernel::sync::Mutex`.
+    pub struct Mutex<T>(std::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        /// A mutex holding `value`; see [`crate::new_mutex!`].
+        pub fn new(value: T) -> Self {
+            Self(std::sync::Mutex::new(value))
+        }
+
+        /// Acquires the mutex; a test thread that panicked with it held
+        /// leaves it as it was.
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard {
+                lock: self,
+                inner: self
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            }
+        }
+    }
+
+    /// `kernel::sync::MutexGuard`.
+    pub struct MutexGuard<'a, T> {
+        lock: &'a Mutex<T>,
+        inner: std::sync::MutexGuard<'a, T>,
+    }
+
+    impl<'a, T> MutexGuard<'a, T> {
+        /// Returns the mutex this guard holds.
+        pub fn lock_ref(&self) -> &'a Mutex<T> {
+            self.lock
+        }
+    }
+
+    impl<T> core::ops::Deref for MutexGuard<'_, T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.inner
+        }
+    }
+
+    impl<T> core::ops::DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.inner
         }
     }
 }

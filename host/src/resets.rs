@@ -9,21 +9,22 @@
 //! resolve to its own frames or to nothing: a stale cookie never names the
 //! stack that took its slot in a later generation.
 //!
-//! The kernel's RCU is stood in for by one counter per recorder, odd while
-//! it is inside a read-side section; the grace period waits until every
-//! counter that was odd has moved on.
+//! The recorders are in an RCU read-side section while they look up and
+//! resolve; the stand-in's grace period waits for them as the kernel's
+//! does.
 
 use crate::{
-    cookie::{next_generation, Cookie, FIRST_GENERATION},
+    cookie::{Cookie, FIRST_GENERATION},
     hash::SeededHash,
-    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     reuse::resolve,
-    table::{Fallback, Table, BITS_MIN},
+    table::{Fallback, BITS_MIN},
+    StackMap,
 };
+use kernel::prelude::*;
 use std::{
     sync::{
-        atomic::{fence, AtomicBool, AtomicU64, Ordering::SeqCst},
+        atomic::{AtomicBool, AtomicU64, Ordering::SeqCst},
         Barrier,
     },
     thread,
@@ -43,108 +44,90 @@ fn stack(id: usize) -> Vec<usize> {
         .collect()
 }
 
-/// A recorder's read-side section: its counter is odd while it lasts.
-struct Section<'a>(&'a AtomicU64);
-
-impl<'a> Section<'a> {
-    fn enter(counter: &'a AtomicU64) -> Self {
-        counter.fetch_add(1, SeqCst);
-        // As RCU guarantees, a section that the grace period does not wait
-        // for sees what the reset did before it (closing the gate): without
-        // the fence, the recorder's Acquire load of the gate could still
-        // read it open, the store-buffering outcome of weak memory.
-        fence(SeqCst);
-        Self(counter)
-    }
-}
-
-impl Drop for Section<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-/// Waits until every recorder inside a section when it was called has left.
-fn grace_period(counters: &[AtomicU64]) {
-    let seen: Vec<u64> = counters.iter().map(|c| c.load(SeqCst)).collect();
-    for (counter, seen) in counters.iter().zip(seen) {
-        while seen % 2 == 1 && counter.load(SeqCst) == seen {
-            thread::yield_now();
+/// Records stacks on `map` until `done`, resolving the cookies it got
+/// again in later generations; returns how many cookies it got, how many
+/// lookups met the gate closed, and how many cookies resolved.
+fn record_until(map: &StackMap, r: usize, done: &AtomicBool, lookups: &AtomicU64) -> [u64; 3] {
+    let mut got: Vec<(Cookie, usize)> = Vec::new();
+    let (mut cookies, mut closed, mut resolved) = (0u64, 0u64, 0u64);
+    let mut i = r;
+    while !done.load(SeqCst) {
+        i += RECORDERS + 2;
+        let id = i % STACKS;
+        {
+            let rcu = rcu_read_lock();
+            match map.lookup(&stack(id), ReadSection::new(&rcu)) {
+                Ok(found) => {
+                    cookies += 1;
+                    got.push((found.cookie(), id));
+                }
+                Err(Fallback::Reset) => closed += 1,
+                // The insert in flight on another CPU.
+                Err(Fallback::Busy) => {}
+                Err(e) => panic!("stack {id}: unexpected {e:?}"),
+            }
+        }
+        lookups.fetch_add(1, SeqCst);
+        if !got.is_empty() {
+            let (cookie, of) = got[i % got.len()];
+            // Resolving reads the table: inside a section. A reset that
+            // closes the gate meanwhile waits for the section to end before
+            // it opens the next generation: a cookie of the generation open
+            // before and after the call resolves.
+            let _rcu = rcu_read_lock();
+            let open = || map.table().open() == Some(cookie.generation());
+            let before = open();
+            match resolve(map.table(), cookie) {
+                Some((frames, _)) => {
+                    assert_eq!(frames, stack(of), "{cookie:?}: another stack");
+                    resolved += 1;
+                }
+                None => assert!(
+                    !(before && open()),
+                    "{cookie:?}: of the open generation, unresolved"
+                ),
+            }
+        }
+        if got.len() > 4 * STACKS {
+            got.drain(..2 * STACKS);
         }
     }
+    [cookies, closed, resolved]
 }
 
-#[test]
-fn resets_racing_recorders_leave_cookies_stale_or_right() {
-    let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(11)).expect("table");
-    let counters: Vec<AtomicU64> = (0..RECORDERS).map(|_| AtomicU64::new(0)).collect();
+/// Sets its flag when dropped.
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+/// Runs `reset` `RESETS` times while `RECORDERS` threads record stacks on
+/// `map`, each time after the recorders have made `2 * STACKS` lookups,
+/// so that they meet every generation and the gate closed; returns what
+/// the recorders counted, summed.
+fn race_recorders(map: &StackMap, mut reset: impl FnMut(usize)) -> [u64; 3] {
     let done = AtomicBool::new(false);
-    // Lookups done by all recorders: a reset waits for some between resets,
-    // so that recorders meet every generation, and its gate closed.
     let lookups = AtomicU64::new(0);
     let start = Barrier::new(RECORDERS + 1);
-    let (table, counters, done, lookups, start) = (&table, &counters, &done, &lookups, &start);
+    let (done, lookups, start) = (&done, &lookups, &start);
     thread::scope(|s| {
-        let recorders: Vec<_> = counters
-            .iter()
-            .enumerate()
-            .map(|(r, counter)| {
+        let recorders: Vec<_> = (0..RECORDERS)
+            .map(|r| {
                 s.spawn(move || {
-                    // Every cookie got, with its stack, to resolve again in
-                    // later generations.
-                    let mut got: Vec<(Cookie, usize)> = Vec::new();
-                    let (mut cookies, mut closed, mut resolved) = (0u64, 0u64, 0u64);
-                    let mut i = r;
                     start.wait();
-                    while !done.load(SeqCst) {
-                        i += RECORDERS + 2;
-                        let id = i % STACKS;
-                        let section = Section::enter(counter);
-                        let rcu = rcu_read_lock();
-                        match lookup_or_insert(table, &stack(id), ReadSection::new(&rcu)) {
-                            Ok(found) => {
-                                cookies += 1;
-                                got.push((found.cookie(), id));
-                            }
-                            Err(Fallback::Reset) => closed += 1,
-                            // The insert in flight on another CPU.
-                            Err(Fallback::Busy) => {}
-                            Err(e) => panic!("stack {id}: unexpected {e:?}"),
-                        }
-                        drop(section);
-                        lookups.fetch_add(1, SeqCst);
-                        if !got.is_empty() {
-                            let (cookie, of) = got[i % got.len()];
-                            // Resolving reads the table: inside a section.
-                            // A reset that closes the gate meanwhile waits
-                            // for the section to end before it opens the
-                            // next generation: a cookie of the generation
-                            // open before and after the call resolves.
-                            let _section = Section::enter(counter);
-                            let open = || table.open() == Some(cookie.generation());
-                            let before = open();
-                            match resolve(table, cookie) {
-                                Some((frames, _)) => {
-                                    assert_eq!(frames, stack(of), "{cookie:?}: another stack");
-                                    resolved += 1;
-                                }
-                                None => assert!(
-                                    !(before && open()),
-                                    "{cookie:?}: of the open generation, unresolved"
-                                ),
-                            }
-                        }
-                        if got.len() > 4 * STACKS {
-                            got.drain(..2 * STACKS);
-                        }
-                    }
-                    (cookies, closed, resolved)
+                    record_until(map, r, done, lookups)
                 })
             })
             .collect();
-
         start.wait();
-        'resets: for _ in 0..RESETS {
+        // Stops the recorders however the resets end: a failed one
+        // unwinds, and the scope waits for the recorders before it
+        // reports the failure.
+        let stop = Stop(done);
+        'resets: for n in 0..RESETS {
             let before = lookups.load(SeqCst);
             while lookups.load(SeqCst) < before + 2 * STACKS as u64 {
                 // A recorder ends before `done` only by failing: its join
@@ -154,28 +137,67 @@ fn resets_racing_recorders_leave_cookies_stale_or_right() {
                 }
                 thread::yield_now();
             }
-            table.begin_reset();
-            grace_period(counters);
-            let next = next_generation(table.generation()).expect("a next generation");
-            // SAFETY: The gate is closed, and every recorder section that
-            // began before has ended; this thread is the only one to reset.
-            unsafe { table.clear() };
-            // SAFETY: Just emptied; `next` follows the current generation.
-            unsafe { table.finish_reset(next) };
+            reset(n);
         }
-        done.store(true, SeqCst);
-        let (cookies, closed, resolved) = recorders
+        drop(stop);
+        recorders
             .into_iter()
             .map(|r| r.join().expect("recorder thread"))
-            .fold((0, 0, 0), |(a, b, c), (d, e, f)| (a + d, b + e, c + f));
-        // The race happened: cookies were issued and resolved, and
-        // recorders met the gate closed.
-        assert!(cookies > 0, "no cookie issued");
-        assert!(resolved > 0, "no cookie resolved");
-        if !cfg!(miri) {
-            assert!(closed > 0, "no recorder met a reset");
+            .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+    })
+}
+
+/// Checks that the race happened: cookies were issued and resolved, and
+/// recorders met the gate closed.
+fn check_raced([cookies, closed, resolved]: [u64; 3]) {
+    assert!(cookies > 0, "no cookie issued");
+    assert!(resolved > 0, "no cookie resolved");
+    if !cfg!(miri) {
+        assert!(closed > 0, "no recorder met a reset");
+    }
+}
+
+#[test]
+fn resets_racing_recorders_leave_cookies_stale_or_right() {
+    let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, SeededHash::new(11)).expect("map");
+    check_raced(race_recorders(&map, |_| map.reset().expect("reset")));
+    let expected = FIRST_GENERATION + RESETS as u32;
+    assert_eq!(map.table().generation(), expected);
+}
+
+#[test]
+fn replacing_a_map_while_it_resets_skips_its_generations() {
+    let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, SeededHash::new(13)).expect("map");
+    let mut next = None;
+    // Halfway through, a map replaces the one being reset, from another
+    // thread: it takes the lock resets take, and starts after the
+    // generation the last of them opened.
+    let raced = race_recorders(&map, |n| {
+        if n == RESETS / 2 {
+            thread::scope(|s| {
+                let replace = s.spawn(|| StackMap::new(BITS_MIN, Some(&map)));
+                let reset = map.reset();
+                assert!(reset.is_ok() || reset == Err(EAGAIN), "{reset:?}");
+                next = Some(replace.join().expect("replacing thread").expect("next map"));
+            });
+        } else if n < RESETS / 2 {
+            map.reset().expect("reset");
+        } else {
+            // Replaced: its successor is the one to reset.
+            let generation = map.table().generation();
+            assert_eq!(map.reset(), Err(EAGAIN));
+            assert_eq!(map.table().generation(), generation);
         }
     });
-    let expected = FIRST_GENERATION + RESETS as u32;
-    assert_eq!(table.generation(), expected);
+    check_raced(raced);
+    let next = next.expect("a map replaced the first");
+    // The reset raced with the replacement either ran first, and the new
+    // map starts after it, or found the map replaced and left it alone.
+    let last = map.table().generation();
+    assert!(
+        last == FIRST_GENERATION + RESETS as u32 / 2
+            || last == FIRST_GENERATION + RESETS as u32 / 2 + 1
+    );
+    assert_eq!(next.table().generation(), last + 1);
+    assert_eq!(StackMap::new(BITS_MIN, Some(&map)).err(), Some(EBUSY));
 }

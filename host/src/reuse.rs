@@ -2,18 +2,18 @@
 
 //! A reset reuses the table and its arena.
 //!
-//! After [`Table::clear`], the words that held one generation's stacks are
-//! written again with the next one's, while cookies of the old generation
-//! may still be looked up. Natively this checks what a reset promises;
+//! After [`StackMap::reset`], the words that held one generation's stacks
+//! are written again with the next one's, while cookies of the old
+//! generation may still be looked up. Natively this checks what a reset promises;
 //! under Miri (`make check` runs both) it also checks that no reference
 //! into the arena outlives the generation it was made in.
 
 use crate::{
-    cookie::{next_generation, Cookie, FIRST_GENERATION},
+    cookie::{Cookie, FIRST_GENERATION},
     hash::SeededHash,
-    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     table::{Found, Table, BITS_MIN},
+    StackMap,
 };
 
 /// Makes the stack `id` of `depth` frames, different for every `(id, tag)`.
@@ -24,15 +24,15 @@ fn stack(id: usize, depth: usize, tag: usize) -> Vec<usize> {
 }
 
 /// Inserts stacks `0..n` tagged `tag`; returns their cookies.
-fn insert_all(table: &Table<SeededHash>, n: usize, tag: usize) -> Vec<Cookie> {
+fn insert_all(map: &StackMap, n: usize, tag: usize) -> Vec<Cookie> {
     let rcu = rcu_read_lock();
     (0..n)
-        .map(|id| {
-            match lookup_or_insert(table, &stack(id, 1 + id % 8, tag), ReadSection::new(&rcu)) {
+        .map(
+            |id| match map.lookup(&stack(id, 1 + id % 8, tag), ReadSection::new(&rcu)) {
                 Ok(Found::Inserted(cookie)) => cookie,
                 other => panic!("stack {id}: {other:?}"),
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -55,27 +55,22 @@ pub(crate) fn resolve(table: &Table<SeededHash>, cookie: Cookie) -> Option<(Vec<
 #[test]
 fn reset_reuses_the_arena_for_the_next_generation() {
     const STACKS: usize = if cfg!(miri) { 8 } else { 256 };
-    let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(7)).expect("table");
-    let old = insert_all(&table, STACKS, 1);
+    let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, SeededHash::new(7)).expect("map");
+    let table = map.table();
+    let old = insert_all(&map, STACKS, 1);
     let used = table.arena_bytes_used();
 
-    table.begin_reset();
-    let next = next_generation(table.generation()).expect("a next generation");
-    // SAFETY: The gate is closed, and this thread, the only one to use the
-    // table, is outside it.
-    unsafe { table.clear() };
-    // SAFETY: Just emptied; `next` follows the current generation.
-    unsafe { table.finish_reset(next) };
+    map.reset().expect("reset");
     assert_eq!(table.generation(), FIRST_GENERATION + 1);
     assert_eq!(table.entries(), 0);
-    assert!(old.iter().all(|&c| resolve(&table, c).is_none()));
+    assert!(old.iter().all(|&c| resolve(table, c).is_none()));
 
     // Other stacks of the same depths land on the same arena words.
-    let new = insert_all(&table, STACKS, 2);
+    let new = insert_all(&map, STACKS, 2);
     assert_eq!(table.arena_bytes_used(), used);
     for (id, &cookie) in new.iter().enumerate() {
         assert_eq!(cookie.generation(), FIRST_GENERATION + 1);
-        assert_eq!(resolve(&table, cookie), Some((stack(id, 1 + id % 8, 2), 1)));
+        assert_eq!(resolve(table, cookie), Some((stack(id, 1 + id % 8, 2), 1)));
     }
-    assert!(old.iter().all(|&c| resolve(&table, c).is_none()));
+    assert!(old.iter().all(|&c| resolve(table, c).is_none()));
 }

@@ -16,11 +16,10 @@ use crate::{
     cookie::{Cookie, FIRST_GENERATION},
     cpu::CpuId,
     hash::{SeededHash, StackHash},
-    lookup_or_insert,
     platform::{rcu_read_lock, ReadSection},
     refs::{self, TAKE_EVERY},
-    stats::Stats,
     table::{Fallback, Table, BITS_MIN, MAX_PROBE},
+    StackMap,
 };
 use std::{
     sync::{
@@ -102,21 +101,13 @@ fn walk<H: StackHash>(table: &Table<H>, stacks: usize) -> Vec<usize> {
 /// and inserts.
 type Seen = Vec<(Option<Cookie>, u64)>;
 
-/// Records `frames`, stack `k`: looks it up and counts the outcome as
-/// `StackMap::lookup()` does, and notes in `seen` the cookie it got, which
-/// must be the one got before. A fallback while the stack's insert is in
-/// flight on another CPU is all that may keep it from a cookie.
-fn record<H: StackHash>(
-    table: &Table<H>,
-    stats: &Stats,
-    frames: &[usize],
-    k: usize,
-    seen: &mut Seen,
-) {
+/// Records `frames`, stack `k`, in `map`, and notes in `seen` the cookie it
+/// got, which must be the one got before. A fallback while the stack's
+/// insert is in flight on another CPU is all that may keep it from a
+/// cookie.
+fn record<H: StackHash>(map: &StackMap<H>, frames: &[usize], k: usize, seen: &mut Seen) {
     let rcu = rcu_read_lock();
-    let outcome = lookup_or_insert(table, frames, ReadSection::new(&rcu));
-    stats.count(&outcome);
-    let cookie = match outcome {
+    let cookie = match map.lookup(frames, ReadSection::new(&rcu)) {
         Ok(found) => found.cookie(),
         Err(Fallback::Busy) => return,
         Err(e) => panic!("stack {k}: unexpected {e:?}"),
@@ -171,14 +162,14 @@ fn check_recorded<H: StackHash>(
 /// Has `THREADS` threads record `stacks` stacks `rounds` times each, each
 /// thread in its own order, all starting together, while another walks
 /// the records; checks the table and the counters of the outcomes after.
-fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
+fn race<H: StackHash + Sync>(map: &StackMap<H>, stacks: usize, rounds: usize) {
+    let table = map.table();
     let barrier = Barrier::new(THREADS);
     let done = AtomicBool::new(false);
-    let stats = Stats::new().expect("counters");
     let results: Vec<Seen> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (barrier, stats) = (&barrier, &stats);
+                let barrier = &barrier;
                 s.spawn(move || {
                     run_as_cpu_of(t);
                     let mut seen = vec![(None, 0); stacks];
@@ -189,7 +180,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
                             // that they race for the same new stacks, then
                             // hit them in orders of their own.
                             let id = (k * (2 * round * t + 1) + round) % stacks;
-                            record(table, stats, &stack(id, 1 + id % 12), id, &mut seen);
+                            record(map, &stack(id, 1 + id % 12), id, &mut seen);
                         }
                     }
                     seen
@@ -216,7 +207,7 @@ fn race<H: StackHash + Sync>(table: &Table<H>, stacks: usize, rounds: usize) {
     // Every lookup counted once, on CPUs that two threads share: each
     // stack inserted once, every other lookup a hit or a fallback while
     // its insert was in flight.
-    let totals = stats.totals();
+    let totals = map.stats().totals();
     let found: u64 = results.iter().flatten().map(|r| r.1).sum();
     assert_eq!(totals.inserts, stacks as u64, "inserts counted");
     assert_eq!(totals.hits + totals.inserts, found, "hits counted");
@@ -247,25 +238,28 @@ const CHAIN: usize = MAX_PROBE;
 #[test]
 fn parallel_inserts_store_each_stack_once() {
     for seed in 0..TABLES {
-        let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(seed)).expect("table");
-        race(&table, STACKS, ROUNDS);
+        let hash = SeededHash::new(seed);
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, hash).expect("map");
+        race(&map, STACKS, ROUNDS);
     }
 }
 
 #[test]
 fn parallel_inserts_on_one_chain() {
     for _ in 0..TABLES {
-        let table = Table::new(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("table");
-        race(&table, CHAIN, 2 * ROUNDS);
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, CollidingHash).expect("map");
+        race(&map, CHAIN, 2 * ROUNDS);
     }
 }
 
 #[test]
 fn walk_waits_for_a_record_being_written() {
-    let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(0)).expect("table");
+    let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, SeededHash::new(0)).expect("map");
+    let table = map.table();
     let insert = |id: usize| {
         let rcu = rcu_read_lock();
-        lookup_or_insert(&table, &stack(id, 1 + id % 12), ReadSection::new(&rcu)).expect("insert");
+        map.lookup(&stack(id, 1 + id % 12), ReadSection::new(&rcu))
+            .expect("insert");
     };
     // A record published after one still being written: the walk must
     // neither stop at the unwritten one nor guess its length.
@@ -276,7 +270,7 @@ fn walk_waits_for_a_record_being_written() {
     thread::scope(|s| {
         let walker = s.spawn(|| {
             started.store(true, Ordering::Relaxed);
-            walk(&table, 3)
+            walk(table, 3)
         });
         // The walk has had time to reach the unwritten record once its
         // thread runs, not merely once it was spawned.
@@ -329,16 +323,16 @@ fn sharing_stacks() -> Vec<Vec<usize>> {
 fn parallel_hits_trade_shared_entries() {
     let stacks = sharing_stacks();
     for seed in 0..TABLES.div_ceil(10) {
-        let table = Table::new(BITS_MIN, FIRST_GENERATION, SeededHash::new(seed)).expect("table");
-        trade(&table, &stacks);
+        let hash = SeededHash::new(seed);
+        let map = StackMap::with_hash(BITS_MIN, FIRST_GENERATION, hash).expect("map");
+        trade(&map, &stacks);
     }
 }
 
 /// Has `THREADS` threads, two to a CPU, record `stacks`, which count in
 /// one entry, in turn; checks their counts after.
-fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
+fn trade(map: &StackMap, stacks: &[Vec<usize>]) {
     let barrier = Barrier::new(THREADS);
-    let stats = Stats::new().expect("counters");
     // A stack hit while another holds its entry counts on its shared count
     // and takes the entry on every `TAKE_EVERY`-th count there, moving the
     // holder's count to the holder's shared count: the stacks are hit in
@@ -348,14 +342,14 @@ fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
     let results: Vec<Seen> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
-                let (barrier, stats) = (&barrier, &stats);
+                let barrier = &barrier;
                 s.spawn(move || {
                     run_as_cpu_of(t);
                     let mut seen = vec![(None, 0); stacks.len()];
                     barrier.wait();
                     for _ in 0..SHARING_ROUNDS {
                         for (k, frames) in stacks.iter().enumerate() {
-                            record(table, stats, frames, k, &mut seen);
+                            record(map, frames, k, &mut seen);
                         }
                     }
                     seen
@@ -377,5 +371,5 @@ fn trade(table: &Table<SeededHash>, stacks: &[Vec<usize>]) {
             "stack {k}: {recorded} recorded"
         );
     }
-    check_recorded(table, &results, |k| stacks[k].clone());
+    check_recorded(map.table(), &results, |k| stacks[k].clone());
 }
