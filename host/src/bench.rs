@@ -236,8 +236,9 @@ fn stacks(n: usize, depth: usize) -> Vec<Vec<usize>> {
 }
 
 /// Looks `frames` up in `table`, or inserts them, as [`StackMap::lookup`]
-/// does, without its counters: in the CPU's ref count cache first, then in
-/// the stack's chain.
+/// does, without its counters: in the CPU's ref count cache first, inline,
+/// then in the stack's chain, out of line.
+#[inline(always)]
 fn lookup_or_insert<H: StackHash>(
     table: &Table<H>,
     frames: &[usize],
@@ -245,8 +246,18 @@ fn lookup_or_insert<H: StackHash>(
 ) -> Result<Found, Fallback> {
     match table.lookup_held(frames, rcu) {
         Some(cookie) => Ok(Found::Hit(cookie)),
-        None => table.lookup_hashed(frames, rcu),
+        None => lookup_hashed(table, frames, rcu),
     }
+}
+
+/// The rest of [`lookup_or_insert`], out of line as in the kernel.
+#[inline(never)]
+fn lookup_hashed<H: StackHash>(
+    table: &Table<H>,
+    frames: &[usize],
+    rcu: ReadSection<'_>,
+) -> Result<Found, Fallback> {
+    table.lookup_hashed(frames, rcu)
 }
 
 /// One recording CPU: the map it shares with the others, its own ring.
