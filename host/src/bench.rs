@@ -13,10 +13,11 @@
 //! elsewhere; into a 1 MiB ring, so that it writes fresh lines as the ring
 //! buffer does.
 //!
-//! What the native build does not have: the kernel reaches its atomics
-//! through out-of-line C helpers (each a call and a return, through the
-//! return thunk where the CPU needs one), while here they are inlined. The
-//! guest's instruction counts include them.
+//! The test kernel inlines the C helpers behind its atomics and per-CPU
+//! operations (CONFIG_RUST_INLINE_HELPERS), as this build inlines its
+//! stand-ins for them: in both, a hit through the CPU's ref count entry
+//! makes no call, and the walk of a chain is one call, out of line. A
+//! kernel built without that option calls a helper for each operation.
 //!
 //! The host is shared: for seconds at a time, other work on the same core
 //! slows the lookup's dense instruction stream by up to half, and `rep
