@@ -378,10 +378,11 @@ def main():
         copier = next(iter(data["host"].get("copy", {})), None)
         result["native_copy"] = copier
         print(f"Natively on this machine's CPU ({cpu_model()}; host/ builds the")
-        print("kernel's table, hash and counters for it), ns per recorded stack: the copy")
-        print("the map saves, and what it does instead (hash; lookup = the CPU's entry, or")
-        print("hash and probe, then compare and ref count; record = lookup, counter, cookie")
-        print("write); the medians of each workload's fastest of 12 rounds, which take turns.")
+        print("kernel's map, with its table, hash and counters, for it), ns per recorded")
+        print("stack: the copy the map saves, and what it does instead (hash; lookup = the")
+        print("CPU's entry, or hash and probe, then compare and ref count; record = the map's")
+        print("lookup, which also counts it, and the cookie write); the medians of each")
+        print("workload's fastest of 12 rounds, which take turns.")
         print(f"The copy is the kernel's memcpy() on this CPU: {NATIVE_COPIES.get(copier, '?')}")
         print(f"  {'depth':>5}  {'stacks':16} {'copy':>6} {'hash':>6} {'lookup':>7} "
               f"{'record':>7}  {'record/copy':>11}")
