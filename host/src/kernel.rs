@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The parts of the kernel crate that the stack table and its counters use,
-//! implemented on the host's standard library, so that the kernel sources
-//! build unchanged: the atomics take the kernel's ordering arguments and map
-//! them to the C++ memory model, an RCU grace period waits for the threads
+//! The parts of the kernel crate that the map, its table and its counters
+//! use, implemented on the host's standard library, so that the kernel
+//! sources build unchanged: the atomics take the kernel's ordering
+//! arguments and map them to the C++ memory model, an RCU grace period waits for the threads
 //! in a read-side section, vmalloc is the heap, which sets its own limit, a
 //! thread is a CPU, which tests may have threads share, and pin-init comes
 //! from its user-space release, `pinned-init`.
