@@ -4,9 +4,9 @@
 //!
 //! After [`StackMap::reset`], the words that held one generation's stacks
 //! are written again with the next one's, while cookies of the old
-//! generation may still be looked up. Natively this checks what a reset promises;
-//! under Miri (`make check` runs both) it also checks that no reference
-//! into the arena outlives the generation it was made in.
+//! generation may still be looked up. Natively this checks what a reset
+//! promises; under Miri (`make check` runs both) it also checks that no
+//! reference into the arena outlives the generation it was made in.
 
 use crate::{
     cookie::{Cookie, FIRST_GENERATION},
