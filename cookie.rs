@@ -13,8 +13,11 @@
 //! ago, still in the ring buffer, would otherwise name another stack, or a
 //! word inside one, in a generation of the same number. A map at the last
 //! generation can no longer be reset or replaced, and says so with
-//! `EOVERFLOW`. Each reset waits for an RCU grace period, normally
-//! milliseconds, so that takes weeks of back-to-back resets.
+//! `EOVERFLOW`. Each reset waits for an RCU grace period: at a millisecond
+//! each, that is 50 days of back-to-back resets; with expedited grace
+//! periods (`rcupdate.rcu_expedited`), tens of microseconds, a day or two.
+//! The map then still records, in its last generation, and falls back to
+//! full stacks once it is full: nothing is lost.
 
 use kernel::prelude::*;
 

@@ -152,8 +152,9 @@ fn depth(header: u64) -> usize {
 /// Returns the bucket of a stack of hash `hash`, in a table of `2^bits`
 /// buckets: the top bits of the hash, the ones that depend on all of it.
 ///
-/// `bits` is at least [`BITS_MIN`]; the shift wraps rather than panics
-/// otherwise, and the caller's bounds check catches the bucket.
+/// `bits` is a table's, in [`BITS_MIN`]`..=`[`BITS_MAX`]. Were it 0, the
+/// shift by 64 would wrap to none rather than panic, and the caller's
+/// bounds check would catch the bucket.
 #[inline]
 pub(crate) fn bucket(hash: u64, bits: u32) -> usize {
     hash.wrapping_shr(u64::BITS - bits) as usize
@@ -1003,11 +1004,10 @@ impl<H: StackHash> Table<H> {
         // inside. What does is the RCU grace period the reset waits for
         // next: when it ends, every recorder that found the gate open has
         // left, and any still running started late enough to see it closed.
-        // A cmpxchg that sets the bit, rather than an xchg of the state
-        // read: a gate closed twice stays closed, in the same generation,
-        // and even a reset that raced another, were they not serialized,
-        // could not take the state back to a generation already left. The
-        // Relaxed load is only the first guess, which the cmpxchg checks.
+        // A cmpxchg loop sets the bit, as a `fetch_or()` would, which the
+        // kernel's `Atomic` does not offer: a gate closed twice stays
+        // closed, in the same generation. The Relaxed load is only the
+        // first guess, which the cmpxchg checks.
         let mut state = self.state.load(Relaxed);
         while let Err(now) = self.state.cmpxchg(state, state | CLOSED, Full) {
             state = now;
