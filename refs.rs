@@ -56,19 +56,29 @@
 //! reads are exact.
 
 use crate::platform::{Acquire, Atomic, Relaxed, Release};
-use kernel::{cpu::possible_cpus, percpu::PerCpuCounters, prelude::*};
+use kernel::{
+    cpu::possible_cpus,
+    percpu::{CounterIndex, PerCpuCounters},
+    prelude::*,
+};
 
 /// Number of entries each CPU keeps.
 pub(crate) const PENDING: usize = 64;
 
+/// Number of words each CPU keeps: its entries, then its count of hits on
+/// saturated stacks.
+pub(crate) const CPU_WORDS: usize = PENDING + 1;
+
+/// The index of one of a CPU's words.
+type CpuWord = CounterIndex<CPU_WORDS>;
+
 /// Index of the word after each CPU's entries that counts the hits it
 /// made on saturated stacks: their clock for taking entries, in place of
 /// the shared count that no longer moves.
-const SATURATED_HITS: usize = PENDING;
-
-/// Number of words each CPU keeps: its entries, then its count of hits on
-/// saturated stacks.
-pub(crate) const CPU_WORDS: usize = SATURATED_HITS + 1;
+const SATURATED_HITS: CpuWord = match CounterIndex::new(PENDING) {
+    Some(index) => index,
+    None => panic!("no word after the entries"),
+};
 
 // `entry()` picks an entry by the top bits of a product.
 const _: () = assert!(PENDING.is_power_of_two());
@@ -159,8 +169,8 @@ const ENTRY_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 /// share the entry are told apart from its tag alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
-    /// The index of the entry.
-    pub(crate) index: usize,
+    /// The index of the entry, below [`PENDING`].
+    pub(crate) index: CpuWord,
     /// The check bits, in their place in the tag ([`TAG_CHECK`]).
     check: u64,
 }
@@ -178,8 +188,9 @@ pub(crate) struct Entry {
 pub(crate) fn entry(depth: usize, first: u64, middle: u64) -> Entry {
     let key = (first ^ middle.rotate_left(32) ^ depth as u64).wrapping_mul(ENTRY_MUL);
     Entry {
-        // CAST: The top bits, fewer than 64.
-        index: (key >> (u64::BITS - INDEX_BITS)) as usize,
+        // CAST: The top bits, fewer than 64. Below `PENDING`, so the index
+        // wraps to itself, with no division once inlined.
+        index: CpuWord::wrapping((key >> (u64::BITS - INDEX_BITS)) as usize),
         // The bits below them, shifted to the top of the tag.
         check: (key << INDEX_BITS) & TAG_CHECK,
     }
@@ -205,7 +216,7 @@ fn slot_of(word: u64) -> Option<usize> {
 #[derive(Clone, Copy)]
 pub(crate) struct Held {
     /// The index of the entry.
-    index: usize,
+    index: CpuWord,
     /// The entry, as read.
     word: u64,
     /// The slot whose count it holds.
@@ -359,7 +370,7 @@ impl Refs {
     /// As for [`Refs::hit`]: `counts` must be the table's words, and the
     /// caller in a critical section in which it found the gate open.
     #[cold]
-    unsafe fn hit_saturated(&self, counts: &impl SharedCounts, index: usize, old: u64, tag: u64) {
+    unsafe fn hit_saturated(&self, counts: &impl SharedCounts, index: CpuWord, old: u64, tag: u64) {
         let own = old & !COUNT == tag;
         self.pending.this_cpu_add(SATURATED_HITS, 1);
         if own || old == 0 || self.pending.this_cpu_read(SATURATED_HITS) % TAKE_EVERY == 0 {
@@ -433,7 +444,7 @@ impl Refs {
     /// Must run while the table's gate is closed and no recorder is inside.
     pub(crate) fn clear(&self) {
         for cpu in possible_cpus() {
-            for index in 0..PENDING {
+            for index in CpuWord::all().take(PENDING) {
                 self.pending.set(cpu, index, 0);
             }
         }

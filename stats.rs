@@ -18,23 +18,35 @@
 use crate::table::{Fallback, Found};
 use kernel::{
     cpu::{possible_cpus, CpuId},
-    percpu::PerCpuCounters,
+    percpu::{CounterIndex, PerCpuCounters},
     prelude::*,
 };
 
-// The index of each counter: stacks found, stacks inserted, and stacks
-// recorded in full, by [`Fallback`] reason.
-const HITS: usize = 0;
-const INSERTS: usize = 1;
-const FULL: usize = 2;
-const BUSY: usize = 3;
-const DEPTH: usize = 4;
-const RESET: usize = 5;
 /// Number of counters per CPU.
 pub(crate) const COUNTERS: usize = 6;
 
+/// The index of one of a CPU's counters.
+type Counter = CounterIndex<COUNTERS>;
+
+/// Returns the index `index`, checked when the crate is built.
+const fn counter(index: usize) -> Counter {
+    match CounterIndex::new(index) {
+        Some(counter) => counter,
+        None => panic!("no such counter"),
+    }
+}
+
+// The index of each counter: stacks found, stacks inserted, and stacks
+// recorded in full, by [`Fallback`] reason.
+const HITS: Counter = counter(0);
+const INSERTS: Counter = counter(1);
+const FULL: Counter = counter(2);
+const BUSY: Counter = counter(3);
+const DEPTH: Counter = counter(4);
+const RESET: Counter = counter(5);
+
 /// Returns the index of the counter of `outcome`.
-fn index(outcome: &core::result::Result<Found, Fallback>) -> usize {
+fn index(outcome: &core::result::Result<Found, Fallback>) -> Counter {
     match outcome {
         Ok(Found::Hit(_)) => HITS,
         Ok(Found::Inserted(_)) => INSERTS,
@@ -111,7 +123,7 @@ impl Stats {
     /// The counters are figures, read while recorders count, with no
     /// order: readers that need one generation's hold resets off
     /// (`StackMap::between_resets()`).
-    fn since_reset(&self, cpu: CpuId, index: usize) -> u64 {
+    fn since_reset(&self, cpu: CpuId, index: Counter) -> u64 {
         self.counts
             .read(cpu, index)
             .saturating_sub(self.base.read(cpu, index))
@@ -164,9 +176,9 @@ impl Stats {
 
     /// Takes every CPU's current value of the counters `which` selects as
     /// their base.
-    fn rebase(&self, which: impl Fn(usize) -> bool) {
+    fn rebase(&self, which: impl Fn(Counter) -> bool) {
         for cpu in possible_cpus() {
-            for index in (0..COUNTERS).filter(|&index| which(index)) {
+            for index in Counter::all().filter(|&index| which(index)) {
                 // ORDERING: `set()` is Relaxed: the gate's Full close and
                 // Release reopening, which come after each rebase, order it
                 // against the recorders.

@@ -302,6 +302,39 @@ pub mod percpu {
     /// `N` counters per CPU.
     pub struct PerCpuCounters<const N: usize>(VVec<Counters<N>>);
 
+    /// The index of one of `N` counters, below `N`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CounterIndex<const N: usize>(usize);
+
+    impl<const N: usize> CounterIndex<N> {
+        /// Returns the index `index`, if it is below `N`.
+        #[inline]
+        pub const fn new(index: usize) -> Option<Self> {
+            if index < N {
+                Some(Self(index))
+            } else {
+                None
+            }
+        }
+
+        /// Returns the index `index` modulo `N`.
+        #[inline]
+        pub const fn wrapping(index: usize) -> Self {
+            Self(index % N)
+        }
+
+        /// Returns every index, in order.
+        pub fn all() -> impl Iterator<Item = Self> {
+            (0..N).map(Self)
+        }
+
+        /// Returns the index as a number.
+        #[inline]
+        pub const fn as_usize(self) -> usize {
+            self.0
+        }
+    }
+
     impl<const N: usize> PerCpuCounters<N> {
         /// Allocates counters for every CPU, all 0.
         pub fn new(flags: Flags) -> Result<Self> {
@@ -320,7 +353,7 @@ pub mod percpu {
         /// threads have CPUs of their own, a load and a store, as
         /// `this_cpu_add()` has no lock prefix on x86.
         #[inline]
-        pub fn this_cpu_add(&self, index: usize, value: u64) {
+        pub fn this_cpu_add(&self, index: CounterIndex<N>, value: u64) {
             if let Some(counter) = self.this_cpu(index) {
                 if cfg!(test) {
                     counter.fetch_add(value, Relaxed);
@@ -332,22 +365,26 @@ pub mod percpu {
 
         /// Returns counter `index` of the calling thread's CPU.
         #[inline]
-        pub fn this_cpu_read(&self, index: usize) -> u64 {
+        pub fn this_cpu_read(&self, index: CounterIndex<N>) -> u64 {
             self.this_cpu(index)
                 .map_or(0, |counter| counter.load(Relaxed))
         }
 
         /// Sets counter `index` of the calling thread's CPU to `new` if it
         /// is `old`: returns `Ok(old)` if it did, or `Err` with the value
-        /// it found; as the kernel's, `Err` with a value other than `old`
-        /// if there is no counter `index`.
+        /// it found.
         ///
         /// In the tests, whose threads may share a CPU, an atomic
         /// compare-exchange. In the benchmark, whose threads have CPUs of
         /// their own, a load and a store, as `this_cpu_cmpxchg()` has no
         /// lock prefix on x86.
         #[inline]
-        pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
+        pub fn this_cpu_cmpxchg(
+            &self,
+            index: CounterIndex<N>,
+            old: u64,
+            new: u64,
+        ) -> Result<u64, u64> {
             let Some(counter) = self.this_cpu(index) else {
                 return Err(!old);
             };
@@ -363,28 +400,28 @@ pub mod percpu {
         }
 
         /// Sets counter `index` of `cpu` to `value`.
-        pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
+        pub fn set(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
             if let Some(counter) = self.counter(cpu, index) {
                 counter.store(value, Relaxed);
             }
         }
 
         /// Returns counter `index` of `cpu`.
-        pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+        pub fn read(&self, cpu: CpuId, index: CounterIndex<N>) -> u64 {
             self.counter(cpu, index)
                 .map_or(0, |counter| counter.load(Relaxed))
         }
 
         /// Returns counter `index` of the calling thread's CPU.
         #[inline]
-        fn this_cpu(&self, index: usize) -> Option<&AtomicU64> {
+        fn this_cpu(&self, index: CounterIndex<N>) -> Option<&AtomicU64> {
             self.counter(CpuId::current(), index)
         }
 
-        /// Returns counter `index` of `cpu`, if both exist.
+        /// Returns counter `index` of `cpu`, if the CPU exists.
         #[inline]
-        fn counter(&self, cpu: CpuId, index: usize) -> Option<&AtomicU64> {
-            self.0.get(cpu.as_u32() as usize)?.0.get(index)
+        fn counter(&self, cpu: CpuId, index: CounterIndex<N>) -> Option<&AtomicU64> {
+            self.0.get(cpu.as_u32() as usize)?.0.get(index.as_usize())
         }
     }
 }

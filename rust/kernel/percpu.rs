@@ -33,24 +33,79 @@ use core::ptr::NonNull;
 /// per-CPU allocator, owned by this object. It is not a pointer to memory:
 /// only `this_cpu_*()`, `raw_cpu_ptr()` and `per_cpu_ptr()` turn it into one.
 ///
+/// A counter is named by a [`CounterIndex<N>`], which is below `N`.
+///
 /// # Examples
 ///
 /// ```
-/// use kernel::{cpu::possible_cpus, percpu::PerCpuCounters, prelude::*};
+/// use kernel::{
+///     cpu::possible_cpus,
+///     percpu::{CounterIndex, PerCpuCounters},
+///     prelude::*,
+/// };
 ///
 /// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
-/// counters.this_cpu_add(1, 5);
-/// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, 1)).sum();
+/// let first = CounterIndex::new(0).ok_or(EINVAL)?;
+/// let second = CounterIndex::new(1).ok_or(EINVAL)?;
+/// counters.this_cpu_add(second, 5);
+/// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, second)).sum();
 /// assert_eq!(sum, 5);
 ///
-/// // Every CPU's counter 0 is still 0: this sets whichever runs the call.
-/// assert_eq!(counters.this_cpu_cmpxchg(0, 0, 7), Ok(0));
-/// // There is no counter 2: never set, whatever value is expected.
-/// assert!(counters.this_cpu_cmpxchg(2, 0, 1).is_err());
+/// // Every CPU's first counter is still 0: this sets whichever runs the call.
+/// assert_eq!(counters.this_cpu_cmpxchg(first, 0, 7), Ok(0));
+/// // There is no third counter.
+/// assert!(CounterIndex::<2>::new(2).is_none());
+/// assert_eq!(CounterIndex::<2>::all().count(), 2);
 /// # Ok::<(), Error>(())
 /// ```
 pub struct PerCpuCounters<const N: usize> {
     ptr: NonNull<[u64; N]>,
+}
+
+/// The index of one of the `N` counters of a [`PerCpuCounters<N>`].
+///
+/// Checked where it is made, so that the operations that take it need no
+/// check of their own, and have no failure to report for it.
+///
+/// # Invariants
+///
+/// The index is below `N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterIndex<const N: usize>(usize);
+
+impl<const N: usize> CounterIndex<N> {
+    /// Returns the index `index`, if it is below `N`.
+    #[inline]
+    pub const fn new(index: usize) -> Option<Self> {
+        if index < N {
+            // INVARIANT: Checked above.
+            Some(Self(index))
+        } else {
+            None
+        }
+    }
+
+    /// Returns the index `index` modulo `N`: `index` itself if it is
+    /// below `N`, which the compiler then often knows, and drops the
+    /// division.
+    #[inline]
+    pub const fn wrapping(index: usize) -> Self {
+        const { assert!(N > 0) };
+        // INVARIANT: A remainder of the division by `N`.
+        Self(index % N)
+    }
+
+    /// Returns every index, in order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        // INVARIANT: Each is below `N`.
+        (0..N).map(Self)
+    }
+
+    /// Returns the index as a number.
+    #[inline]
+    pub const fn as_usize(self) -> usize {
+        self.0
+    }
 }
 
 // SAFETY: The counters are only reached through the per-CPU operations,
@@ -89,12 +144,15 @@ impl<const N: usize> PerCpuCounters<N> {
             .ok_or(AllocError)
     }
 
-    /// Returns the per-CPU pointer of counter `index`, if there is one.
+    /// Returns the per-CPU pointer of counter `index`.
     #[inline]
-    fn counter(&self, index: usize) -> Option<*mut u64> {
+    fn counter(&self, index: CounterIndex<N>) -> *mut u64 {
         // The per-CPU pointer is an address only for the per-CPU
         // operations: offset it without claiming it points to memory.
-        (index < N).then(|| self.ptr.as_ptr().cast::<u64>().wrapping_add(index))
+        self.ptr
+            .as_ptr()
+            .cast::<u64>()
+            .wrapping_add(index.as_usize())
     }
 
     /// Returns counter `index` of the current CPU as an atomic, where the
@@ -106,8 +164,9 @@ impl<const N: usize> PerCpuCounters<N> {
     #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
     #[inline]
     fn this_cpu_atomic(&self, counter: *mut u64) -> &Atomic<u64> {
-        // SAFETY: By the type invariant, `counter`, from `counter()`, is a
-        // per-CPU pointer of this live allocation.
+        // SAFETY: By the type invariants of `Self` and `CounterIndex`,
+        // `counter`, from `counter()`, is a per-CPU pointer of this live
+        // allocation.
         let ptr = unsafe { bindings::raw_cpu_ptr(counter.cast()) };
         // SAFETY: `ptr` is the current CPU's aligned `u64`, a possible CPU's
         // (it runs), valid as long as `self`; every access to it is atomic,
@@ -116,20 +175,18 @@ impl<const N: usize> PerCpuCounters<N> {
     }
 
     /// Adds `value` to counter `index` of the current CPU, as
-    /// `this_cpu_add()`; does nothing if there is no counter `index`.
+    /// `this_cpu_add()`.
     ///
     /// Safe with preemption enabled: the CPU whose counter is updated is
     /// the one that runs the update. Atomic against interrupts and NMIs on
     /// that CPU (see the type's documentation).
     #[inline]
-    pub fn this_cpu_add(&self, index: usize, value: u64) {
-        let Some(counter) = self.counter(index) else {
-            return;
-        };
+    pub fn this_cpu_add(&self, index: CounterIndex<N>, value: u64) {
+        let counter = self.counter(index);
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
-        // SAFETY: By the type invariant and `index < N`, `counter` is the
-        // per-CPU pointer of a `u64` of this allocation, which lives as long
-        // as `self`.
+        // SAFETY: By the type invariants of `Self` and `CounterIndex`,
+        // `counter` is the per-CPU pointer of a `u64` of this allocation,
+        // which lives as long as `self`.
         unsafe {
             bindings::this_cpu_add_u64(counter, value)
         };
@@ -139,24 +196,20 @@ impl<const N: usize> PerCpuCounters<N> {
         self.this_cpu_atomic(counter).add(value, Relaxed);
     }
 
-    /// Returns counter `index` of the current CPU, or 0 if there is no
-    /// counter `index`.
+    /// Returns counter `index` of the current CPU.
     ///
     /// Safe with preemption enabled: the CPU whose counter is read is the
     /// one that runs the read, which the caller may have left by the time
     /// it uses the value.
     #[inline]
-    pub fn this_cpu_read(&self, index: usize) -> u64 {
-        self.counter(index).map_or(0, |counter| {
-            // SAFETY: As in `this_cpu_add()`.
-            unsafe { bindings::this_cpu_read_u64(counter) }
-        })
+    pub fn this_cpu_read(&self, index: CounterIndex<N>) -> u64 {
+        // SAFETY: As in `this_cpu_add()`.
+        unsafe { bindings::this_cpu_read_u64(self.counter(index)) }
     }
 
     /// Sets counter `index` of the current CPU to `new` if it is `old`, as
     /// `this_cpu_cmpxchg()`: returns `Ok(old)` if it did, or `Err` with
-    /// the value it found. A counter `index` that does not exist is never
-    /// set: that gives `Err` with a value other than `old`.
+    /// the value it found.
     ///
     /// Safe with preemption enabled: the CPU whose counter is compared and
     /// set is the one that runs the operation. Atomic against interrupts
@@ -165,10 +218,8 @@ impl<const N: usize> PerCpuCounters<N> {
     /// other CPU's counter. Counters that are also added to need
     /// preemption disabled around the read and this call to lose no count.
     #[inline]
-    pub fn this_cpu_cmpxchg(&self, index: usize, old: u64, new: u64) -> Result<u64, u64> {
-        let Some(counter) = self.counter(index) else {
-            return Err(!old);
-        };
+    pub fn this_cpu_cmpxchg(&self, index: CounterIndex<N>, old: u64, new: u64) -> Result<u64, u64> {
+        let counter = self.counter(index);
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
         // SAFETY: As in `this_cpu_add()`.
         let found = unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) };
@@ -182,12 +233,12 @@ impl<const N: usize> PerCpuCounters<N> {
         }
     }
 
-    /// Sets counter `index` of `cpu` to `value`; does nothing if there is no
-    /// counter `index` or `cpu` is not possible.
+    /// Sets counter `index` of `cpu` to `value`; does nothing if `cpu` is
+    /// not possible.
     ///
     /// Not atomic against the updates `cpu` makes meanwhile, one of which
     /// would be lost: for callers that know `cpu` does not update it.
-    pub fn set(&self, cpu: CpuId, index: usize, value: u64) {
+    pub fn set(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
         if let Some(counter) = self.per_cpu(cpu, index) {
             // ORDERING: Relaxed, as `WRITE_ONCE()`: a counter orders no other
             // access; callers that need an order provide it.
@@ -195,23 +246,24 @@ impl<const N: usize> PerCpuCounters<N> {
         }
     }
 
-    /// Returns counter `index` of `cpu`, or 0 if there is no counter
-    /// `index` or `cpu` is not possible.
+    /// Returns counter `index` of `cpu`, or 0 if `cpu` is not possible.
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
-    pub fn read(&self, cpu: CpuId, index: usize) -> u64 {
+    pub fn read(&self, cpu: CpuId, index: CounterIndex<N>) -> u64 {
         // ORDERING: Relaxed, as `READ_ONCE()`: see `set()`.
         self.per_cpu(cpu, index)
             .map_or(0, |counter| counter.load(Relaxed))
     }
 
-    /// Returns counter `index` of `cpu`, if there is one and `cpu` is
-    /// possible.
-    fn per_cpu(&self, cpu: CpuId, index: usize) -> Option<&Atomic<u64>> {
-        let counter = self.counter(index).filter(|_| cpu.is_possible())?;
-        // SAFETY: By the type invariant, `counter` is a per-CPU pointer of
-        // this live allocation, and `cpu` is a possible CPU (checked above).
-        let ptr = unsafe { bindings::per_cpu_ptr(counter.cast(), cpu.as_u32()) };
+    /// Returns counter `index` of `cpu`, if `cpu` is possible.
+    fn per_cpu(&self, cpu: CpuId, index: CounterIndex<N>) -> Option<&Atomic<u64>> {
+        if !cpu.is_possible() {
+            return None;
+        }
+        // SAFETY: By the type invariants of `Self` and `CounterIndex`, the
+        // counter is a per-CPU pointer of this live allocation, and `cpu`
+        // is a possible CPU (checked above).
+        let ptr = unsafe { bindings::per_cpu_ptr(self.counter(index).cast(), cpu.as_u32()) };
         // SAFETY: `ptr` is `cpu`'s aligned `u64`, valid as long as `self`.
         // Every access to a counter is a marked one, so none is a data race:
         // its CPU uses the `this_cpu_*()` operations (one instruction on x86,
