@@ -19,6 +19,8 @@
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
+# This guest is there to be squeezed: stackmap-enomem.tc fills its memory.
+export STACKMAP_FILL_MEMORY=1
 status=0
 
 # Prints the end of each failed case's log (ftracetest keeps only those),
