@@ -85,9 +85,8 @@ impl<const N: usize> CounterIndex<N> {
         }
     }
 
-    /// Returns the index `index` modulo `N`: `index` itself if it is
-    /// below `N`, which the compiler then often knows, and drops the
-    /// division.
+    /// Returns the index `index` modulo `N`: free where the compiler can
+    /// tell that `index` is below `N`, as it drops the division then.
     #[inline]
     pub const fn wrapping(index: usize) -> Self {
         const { assert!(N > 0) };
