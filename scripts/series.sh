@@ -29,7 +29,8 @@ BRANCH=${SERIES_BRANCH:?}
 # checkpatch types not acted on, and why:
 # - FILE_PATH_CHANGES asks whether MAINTAINERS needs a new entry for a new
 #   file; the new files fall under the TRACING, RUST and KERNEL SELFTEST
-#   entries (get_maintainer.pl below lists who they reach).
+#   entries, and patch 2 lists its files in the per-CPU allocator's
+#   (get_maintainer.pl below lists who they reach).
 IGNORE=FILE_PATH_CHANGES
 # kernel/trace/trace_entries.h lays out its fields in columns,
 # '__field(	u64,	cookie	)', which checkpatch reads as bad spacing; the
