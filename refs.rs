@@ -75,10 +75,7 @@ type CpuWord = CounterIndex<CPU_WORDS>;
 /// Index of the word after each CPU's entries that counts the hits it
 /// made on saturated stacks: their clock for taking entries, in place of
 /// the shared count that no longer moves.
-const SATURATED_HITS: CpuWord = match CounterIndex::new(PENDING) {
-    Some(index) => index,
-    None => panic!("no word after the entries"),
-};
+const SATURATED_HITS: CpuWord = CpuWord::constant::<PENDING>();
 
 // `entry()` picks an entry by the top bits of a product.
 const _: () = assert!(PENDING.is_power_of_two());

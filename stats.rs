@@ -28,22 +28,14 @@ pub(crate) const COUNTERS: usize = 6;
 /// The index of one of a CPU's counters.
 type Counter = CounterIndex<COUNTERS>;
 
-/// Returns the index `index`, checked when the crate is built.
-const fn counter(index: usize) -> Counter {
-    match CounterIndex::new(index) {
-        Some(counter) => counter,
-        None => panic!("no such counter"),
-    }
-}
-
 // The index of each counter: stacks found, stacks inserted, and stacks
 // recorded in full, by [`Fallback`] reason.
-const HITS: Counter = counter(0);
-const INSERTS: Counter = counter(1);
-const FULL: Counter = counter(2);
-const BUSY: Counter = counter(3);
-const DEPTH: Counter = counter(4);
-const RESET: Counter = counter(5);
+const HITS: Counter = Counter::constant::<0>();
+const INSERTS: Counter = Counter::constant::<1>();
+const FULL: Counter = Counter::constant::<2>();
+const BUSY: Counter = Counter::constant::<3>();
+const DEPTH: Counter = Counter::constant::<4>();
+const RESET: Counter = Counter::constant::<5>();
 
 /// Returns the index of the counter of `outcome`.
 fn index(outcome: &core::result::Result<Found, Fallback>) -> Counter {

@@ -3,10 +3,10 @@
 //! The parts of the kernel crate that the map, its table and its counters
 //! use, implemented on the host's standard library, so that the kernel
 //! sources build unchanged: the atomics take the kernel's ordering
-//! arguments and map them to the C++ memory model, an RCU grace period waits for the threads
-//! in a read-side section, vmalloc is the heap, which sets its own limit, a
-//! thread is a CPU, which tests may have threads share, and pin-init comes
-//! from its user-space release, `pinned-init`.
+//! arguments and map them to the C++ memory model, an RCU grace period
+//! waits for the threads in a read-side section, vmalloc is the heap, which
+//! sets its own limit, a thread is a CPU, which tests may have threads
+//! share, and pin-init comes from its user-space release, `pinned-init`.
 
 /// `kernel::prelude`.
 pub mod prelude {
@@ -315,6 +315,13 @@ pub mod percpu {
             } else {
                 None
             }
+        }
+
+        /// Returns the index `I`, checked against `N` at build time.
+        #[inline]
+        pub const fn constant<const I: usize>() -> Self {
+            const { assert!(I < N) };
+            Self(I)
         }
 
         /// Returns the index `index` modulo `N`.

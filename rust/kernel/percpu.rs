@@ -45,7 +45,8 @@ use core::ptr::NonNull;
 /// };
 ///
 /// let counters = PerCpuCounters::<2>::new(GFP_KERNEL)?;
-/// let first = CounterIndex::new(0).ok_or(EINVAL)?;
+/// // Checked at build time, or at run time.
+/// let first = CounterIndex::constant::<0>();
 /// let second = CounterIndex::new(1).ok_or(EINVAL)?;
 /// counters.this_cpu_add(second, 5);
 /// let sum: u64 = possible_cpus().map(|cpu| counters.read(cpu, second)).sum();
@@ -83,6 +84,14 @@ impl<const N: usize> CounterIndex<N> {
         } else {
             None
         }
+    }
+
+    /// Returns the index `I`, checked against `N` when the caller is built.
+    #[inline]
+    pub const fn constant<const I: usize>() -> Self {
+        const { assert!(I < N) };
+        // INVARIANT: Checked above.
+        Self(I)
     }
 
     /// Returns the index `index` modulo `N`: free where the compiler can
