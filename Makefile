@@ -69,10 +69,14 @@ export KERNEL_APPEND
 
 INITRAMFS	:= $(BUILD)/initramfs$(ARCH_SUFFIX).cpio
 # The bench's syscall loop is built by the host's gcc, and its figures are
-# judged as x86_64 instructions.
+# judged as x86_64 instructions, of the kernel that is shipped: lockdep
+# and KASAN would weigh on every figure.
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 ifneq ($(TARGET_ARCH),x86_64)
 $(error make bench runs on x86_64 only)
+endif
+ifeq ($(DEBUG),1)
+$(error make bench measures the kernel without DEBUG=1)
 endif
 endif
 QEMU_ENV	:= KERNEL=$(IMAGE) INITRAMFS=$(INITRAMFS)

@@ -5,7 +5,12 @@
 # for scripts/bench.py. Off and on are measured in the same run: the
 # history workloads trace into two instances at once, one with the
 # stackmap and one without, so both see the same events.
-cd /sys/kernel/tracing || exit 1
+#
+# Any command that fails ends the run with its status, which the host
+# reports: a write to a tracefs file that fails would otherwise leave a
+# workload set up wrong and its figures looking right.
+set -e
+cd /sys/kernel/tracing
 
 emit() { echo "@@BENCH $*"; }
 
@@ -71,13 +76,14 @@ instance_report() {
 	fi
 }
 
-# wrapped DIR: whether every CPU buffer of DIR that holds events lost some.
+# wrapped DIR: whether DIR holds events and every CPU buffer of it that
+# holds some lost some.
 wrapped() {
 	# A stats file gives a CPU's entries before its overrun.
 	awk '
-	/^entries:/ { entries = $2 }
+	/^entries:/ { entries = $2; if (entries > 0) seen = 1 }
 	/^overrun:/ { if (entries > 0 && $2 == 0) intact = 1 }
-	END { exit intact }' $1/per_cpu/cpu*/stats
+	END { exit intact || !seen }' $1/per_cpu/cpu*/stats
 }
 
 # on_each_cpu WORK: run WORK on every online CPU at once, each copy pinned
@@ -86,16 +92,20 @@ wrapped() {
 # CPU a burst of events lands on changes from run to run, and so did the
 # spans, by up to 1.7x between runs with the same entries retained.
 on_each_cpu() {
-	cpu=0
+	cpu=0 pids=
 	while [ $cpu -lt `nproc` ]; do
 		(
 			read pid _ < /proc/self/stat
 			taskset -p -c $cpu $pid > /dev/null
 			$1
 		) &
+		pids="$pids $!"
 		cpu=$((cpu + 1))
 	done
-	wait
+	# One by one, for the status of each.
+	for pid in $pids; do
+		wait $pid
+	done
 }
 
 # history WORKLOAD SETUP WORK [BITS]: trace WORK, on every CPU, into a

@@ -13,6 +13,8 @@ import re
 import sys
 from collections import defaultdict
 
+from summarize import EXIT_MARKER, splats
+
 REFERENCE_BYTES_PER_STACK = 520
 MIB = 1 << 20
 
@@ -410,6 +412,16 @@ def main():
         if not result["native"]:
             targets.append(("native timings measured", False, "no figures"))
 
+    # A kernel that warned or crashed, or a guest that did not finish,
+    # gives figures of no worth: they are shown, and the bench fails.
+    with open(log, errors="replace") as f:
+        console = f.read()
+    trouble = splats(console)
+    if not EXIT_MARKER.search(console):
+        trouble.append("the guest did not finish")
+    targets.append(("the guest ran to its end with no kernel splat", not trouble,
+                    "; ".join(line.strip()[:100] for line in trouble[:5]) or "none"))
+
     print()
     print("Targets")
     for name, ok, detail in targets:
@@ -418,7 +430,7 @@ def main():
     with open(out, "w") as f:
         json.dump(result, f, indent=2)
     print(f"\nwrote {out}")
-    return 0
+    return 1 if trouble else 0
 
 
 if __name__ == "__main__":
