@@ -67,9 +67,16 @@ patches=("$ROOT"/patches/*.patch)
 echo "1..$((2 + ${#patches[@]}))"
 
 # Each installed file goes to the commit of the patches/series line that
-# names it or, failing that, the closest directory above it.
+# names it or, failing that, the closest directory above it. A file git
+# does not know (a scratch copy, a .orig) is installed too, but goes to
+# no commit: it would be sent upstream unseen.
 problems=()
 while read -r src dst; do
+	if ! env -u GIT_INDEX_FILE git -C "$ROOT" ls-files --error-unmatch -- "$src" \
+		> /dev/null 2>&1; then
+		problems+=("$src: not in git; add it, or remove it")
+		continue
+	fi
 	owners=$(awk -v f="$dst" '
 		/^#/ || NF != 2 { next }
 		$2 == f || (substr($2, length($2)) == "/" && index(f, $2) == 1) {
