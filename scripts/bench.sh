@@ -26,7 +26,7 @@ export ICOUNT=${ICOUNT-0}
 host=$BUILD/bench-host.out
 if ! RUSTFLAGS="${RUSTFLAGS-} -C no-vectorize-loops -C no-vectorize-slp \
 	-C llvm-args=-align-loops=64" \
-	CARGO_TARGET_DIR=$BUILD/cargo-bench cargo run --release --quiet \
+	CARGO_TARGET_DIR=$BUILD/cargo-bench cargo run --release --quiet --locked \
 	--manifest-path "$ROOT/host/Cargo.toml" > "$host"; then
 	echo "bench: the native timing failed"
 	exit 1

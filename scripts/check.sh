@@ -131,9 +131,9 @@ cargo_tests() { # out command...
 # time is up, well within the boots' own.
 host_checks() {
 	CARGO_TARGET_DIR=$BUILD/cargo cargo_tests "$BUILD/cargo-test.out" \
-		timeout -k 10 600 cargo test --release
+		timeout -k 10 600 cargo test --release --locked
 	CARGO_TARGET_DIR=$BUILD/miri cargo_tests "$BUILD/miri-test.out" \
-		timeout -k 10 900 cargo "+${MIRI_TOOLCHAIN:?}" miri test
+		timeout -k 10 900 cargo "+${MIRI_TOOLCHAIN:?}" miri test --locked
 
 	# No Rust panic, which is a BUG(), is reachable from the recording
 	# path, and neither is a lock or a sleep; but for the checks of

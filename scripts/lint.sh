@@ -38,6 +38,6 @@ lint "host crate: cargo fmt --check" \
 	cargo fmt --check --manifest-path "$HOST" -- --color never
 lint "host crate: cargo clippy --all-targets, warnings denied" \
 	env CARGO_TARGET_DIR="$BUILD/cargo" \
-	cargo clippy --color never --release --all-targets --manifest-path "$HOST" \
+	cargo clippy --color never --release --locked --all-targets --manifest-path "$HOST" \
 	-- -D warnings
 [ "$failed" -eq 0 ]
