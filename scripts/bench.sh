@@ -6,8 +6,8 @@
 #
 # The guest clock runs off QEMU's instruction count (ICOUNT=0: one
 # instruction per nanosecond), so that the timings count the work the
-# guest does and not what the shared host lets it run: they repeat to a
-# fraction of a percent. ICOUNT= (empty) times with the host clock.
+# guest does and not what the shared host lets it run: they repeat to
+# within about 1%. ICOUNT= (empty) times with the host clock.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
