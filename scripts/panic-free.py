@@ -46,7 +46,8 @@ from vmlinux import functions
 
 # A direct call or jump (x86: call, jmp, jcc; arm64: bl, b, b.cc, cbz,
 # tbz, ...) to a function: `<symbol>`, not `<symbol+0x...>` inside one.
-TARGET = re.compile(r':\s+(call|j|bl?\b|b\.|cbn?z|tbn?z)\S*\s+\S+\s+<([^<>+]+)>\s*$')
+# The target is the last operand: cbz and tbz name registers before it.
+TARGET = re.compile(r':\s+(call|j|bl?\b|b\.|cbn?z|tbn?z)\S*\s.*\s<([^<>+]+)>\s*$')
 # A call or jump through a register or memory, not to a fixed address.
 INDIRECT = re.compile(r':\s+((call|jmp)q?\s+\*|blr\s|br\s)')
 # What a panic looks like once demangled: core::panicking::*,

@@ -105,9 +105,10 @@ def main():
             name = (symbolizer(*sys.argv[5:7]) if len(sys.argv) == 7
                     else lambda addr: "")
             with open(regs, "w") as f:
-                for cpu, rip in re.findall(r"CPU#(\d+).*?RIP=([0-9a-f]+)",
-                                           dump, re.S):
-                    f.write(f"  CPU#{cpu} RIP={rip}{name(int(rip, 16))}\n")
+                # x86_64 names the instruction pointer RIP, arm64 PC.
+                for cpu, reg, pc in re.findall(r"CPU#(\d+).*?\b(RIP|PC)=([0-9a-f]+)",
+                                               dump, re.S):
+                    f.write(f"  CPU#{cpu} {reg}={pc}{name(int(pc, 16))}\n")
                 f.write("\n" + dump)
             sock.sendall(b"quit\n")
     except OSError as e:
