@@ -27,17 +27,26 @@ INTERACTIVE=${INTERACTIVE:-0}
 run_dir=$(mktemp -d)
 trap 'rm -rf "$run_dir"' EXIT
 
-# The per-boot part of the initramfs: the command to run.  The kernel
-# unpacks concatenated cpio archives in order, so it is appended.
-mkdir -p "$run_dir/root"
-if [ "$INTERACTIVE" = 1 ]; then
-	touch "$run_dir/root/run-interactive"
-	cp "$(dirname "$0")/../guest/banner" "$run_dir/root/run-banner"
-else
-	printf '%s\n' "$CMD" > "$run_dir/root/run-cmd"
-fi
-(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/run.cpio"
-cat "$INITRAMFS" "$run_dir/run.cpio" > "$run_dir/initrd"
+# initrd COMMAND OUT: the base initramfs plus the per-boot part, the
+# command to run (interactive: a shell).  The kernel unpacks concatenated
+# cpio archives in order, so that part is appended.
+initrd() {
+	rm -rf "$run_dir/root"
+	mkdir -p "$run_dir/root"
+	if [ "$INTERACTIVE" = 1 ]; then
+		touch "$run_dir/root/run-interactive"
+		cp "$(dirname "$0")/../guest/banner" "$run_dir/root/run-banner"
+	else
+		printf '%s\n' "$1" > "$run_dir/root/run-cmd"
+	fi
+	(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/run.cpio"
+	cat "$INITRAMFS" "$run_dir/run.cpio" > "$2"
+}
+
+initrd "$CMD" "$run_dir/initrd"
+
+# The machine every boot has.
+machine=(-smp 2 -m 1G -nic none -no-reboot -display none -kernel "$KERNEL")
 
 # timeout(1) runs QEMU in the foreground: in a process group of its own,
 # QEMU would be stopped (SIGTTOU) as it sets up the terminal of an
@@ -46,8 +55,7 @@ qemu() { # accel timeout
 	local accel=$1 limit=$2
 	shift 2
 	timeout --foreground -k 5 "$limit" "$QEMU_SYSTEM" $QEMU_MACHINE -accel "$accel" \
-		-smp 2 -m 1G -nic none -no-reboot -display none \
-		-kernel "$KERNEL" -initrd "$run_dir/initrd" \
+		"${machine[@]}" -initrd "$run_dir/initrd" \
 		-append "console=$GUEST_CONSOLE panic=-1 oops=panic ${KERNEL_APPEND-} $APPEND" \
 		"${icount[@]}" "$@"
 }
@@ -70,15 +78,11 @@ if [ ! -s "$accel_file" ]; then
 	   [ ! -d /sys/module/kvm_amd ]; then
 		why='PVM, which runs only PVM guests'
 	elif [ -w /dev/kvm ]; then
-		printf 'true\n' > "$run_dir/root/run-cmd"
-		rm -f "$run_dir/root/run-interactive"
-		(cd "$run_dir/root" && find . | cpio -o -H newc --quiet -R 0:0) > "$run_dir/probe.cpio"
-		cat "$INITRAMFS" "$run_dir/probe.cpio" > "$run_dir/probe"
+		INTERACTIVE=0 initrd true "$run_dir/probe"
 		# grep reads to the end: one that quit at the marker could kill
 		# tr with SIGPIPE, and pipefail would fail the probe.
-		if timeout --foreground -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm -smp 2 -m 1G \
-			-nic none -no-reboot -display none -serial stdio -monitor none \
-			-kernel "$KERNEL" -initrd "$run_dir/probe" \
+		if timeout --foreground -k 5 30 "$QEMU_SYSTEM" $QEMU_MACHINE -accel kvm \
+			"${machine[@]}" -initrd "$run_dir/probe" -serial stdio -monitor none \
 			-append "console=$GUEST_CONSOLE panic=-1 quiet" </dev/null 2>/dev/null |
 			tr -d '\r' | grep "^$MARKER 0" >/dev/null; then
 			accel=kvm
