@@ -171,11 +171,10 @@ impl<const N: usize> PerCpuCounters<N> {
     /// atomically.
     #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
     #[inline]
-    fn this_cpu_atomic(&self, counter: *mut u64) -> &Atomic<u64> {
-        // SAFETY: By the type invariants of `Self` and `CounterIndex`,
-        // `counter`, from `counter()`, is a per-CPU pointer of this live
-        // allocation.
-        let ptr = unsafe { bindings::raw_cpu_ptr(counter.cast()) };
+    fn this_cpu_atomic(&self, index: CounterIndex<N>) -> &Atomic<u64> {
+        // SAFETY: By the type invariants of `Self` and `CounterIndex`, the
+        // counter is a per-CPU pointer of this live allocation.
+        let ptr = unsafe { bindings::raw_cpu_ptr(self.counter(index).cast()) };
         // SAFETY: `ptr` is the current CPU's aligned `u64`, a possible CPU's
         // (it runs), valid as long as `self`; every access to it is atomic,
         // as in `per_cpu()`.
@@ -190,18 +189,17 @@ impl<const N: usize> PerCpuCounters<N> {
     /// that CPU (see the type's documentation).
     #[inline]
     pub fn this_cpu_add(&self, index: CounterIndex<N>, value: u64) {
-        let counter = self.counter(index);
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
-        // SAFETY: By the type invariants of `Self` and `CounterIndex`,
-        // `counter` is the per-CPU pointer of a `u64` of this allocation,
+        // SAFETY: By the type invariants of `Self` and `CounterIndex`, the
+        // counter is the per-CPU pointer of a `u64` of this allocation,
         // which lives as long as `self`.
         unsafe {
-            bindings::this_cpu_add_u64(counter, value)
+            bindings::this_cpu_add_u64(self.counter(index), value)
         };
         #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
         // ORDERING: Relaxed, as `this_cpu_add()`: a counter orders no other
         // access.
-        self.this_cpu_atomic(counter).add(value, Relaxed);
+        self.this_cpu_atomic(index).add(value, Relaxed);
     }
 
     /// Returns counter `index` of the current CPU.
@@ -227,18 +225,19 @@ impl<const N: usize> PerCpuCounters<N> {
     /// preemption disabled around the read and this call to lose no count.
     #[inline]
     pub fn this_cpu_cmpxchg(&self, index: CounterIndex<N>, old: u64, new: u64) -> Result<u64, u64> {
-        let counter = self.counter(index);
         #[cfg(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS)]
-        // SAFETY: As in `this_cpu_add()`.
-        let found = unsafe { bindings::this_cpu_cmpxchg_u64(counter, old, new) };
+        {
+            // SAFETY: As in `this_cpu_add()`.
+            let found = unsafe { bindings::this_cpu_cmpxchg_u64(self.counter(index), old, new) };
+            if found == old {
+                Ok(old)
+            } else {
+                Err(found)
+            }
+        }
         #[cfg(not(CONFIG_ARCH_HAS_NMI_SAFE_THIS_CPU_OPS))]
         // ORDERING: Relaxed, as `this_cpu_cmpxchg()`: see `this_cpu_add()`.
-        let (Ok(found) | Err(found)) = self.this_cpu_atomic(counter).cmpxchg(old, new, Relaxed);
-        if found == old {
-            Ok(old)
-        } else {
-            Err(found)
-        }
+        self.this_cpu_atomic(index).cmpxchg(old, new, Relaxed)
     }
 
     /// Sets counter `index` of `cpu` to `value`; does nothing if `cpu` is
