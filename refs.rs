@@ -442,7 +442,7 @@ impl Refs {
     pub(crate) fn clear(&self) {
         for cpu in possible_cpus() {
             for index in CpuWord::all().take(PENDING) {
-                self.pending.set(cpu, index, 0);
+                self.pending.set_remote(cpu, index, 0);
             }
         }
     }

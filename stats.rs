@@ -91,7 +91,7 @@ pub(crate) struct Stats {
     /// What each CPU counted since the map was created.
     counts: PerCpuCounters<COUNTERS>,
     /// Each CPU's counts at the last reset. Only resets write them, with
-    /// `set()`; no CPU adds to its own.
+    /// `set_remote()`; no CPU adds to its own.
     base: PerCpuCounters<COUNTERS>,
 }
 
@@ -171,10 +171,11 @@ impl Stats {
     fn rebase(&self, which: impl Fn(Counter) -> bool) {
         for cpu in possible_cpus() {
             for index in Counter::all().filter(|&index| which(index)) {
-                // ORDERING: `set()` is Relaxed: the gate's Full close and
-                // Release reopening, which come after each rebase, order it
-                // against the recorders.
-                self.base.set(cpu, index, self.counts.read(cpu, index));
+                // ORDERING: `set_remote()` is Relaxed: the gate's Full close
+                // and Release reopening, which come after each rebase, order
+                // it against the recorders.
+                self.base
+                    .set_remote(cpu, index, self.counts.read(cpu, index));
             }
         }
     }

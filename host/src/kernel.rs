@@ -407,7 +407,7 @@ pub mod percpu {
         }
 
         /// Sets counter `index` of `cpu` to `value`.
-        pub fn set(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
+        pub fn set_remote(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
             if let Some(counter) = self.counter(cpu, index) {
                 counter.store(value, Relaxed);
             }

@@ -123,7 +123,7 @@ unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 // SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_cmpxchg()`
 // access the counters of the CPU that runs them, with operations that are
 // atomic on that CPU, or with atomics where those are not NMI-safe (see
-// `this_cpu_atomic()`); `read()` and `set()` access any CPU's counter with
+// `this_cpu_atomic()`); `read()` and `set_remote()` access any CPU's counter with
 // `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
@@ -243,9 +243,12 @@ impl<const N: usize> PerCpuCounters<N> {
     /// Sets counter `index` of `cpu` to `value`; does nothing if `cpu` is
     /// not possible.
     ///
-    /// Not atomic against the updates `cpu` makes meanwhile, one of which
-    /// would be lost: for callers that know `cpu` does not update it.
-    pub fn set(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
+    /// A remote write, which Documentation/core-api/this_cpu_ops.rst calls
+    /// "highly discouraged unless absolutely necessary": it is not atomic
+    /// against the updates `cpu` makes meanwhile, one of which would be
+    /// lost. For callers that know `cpu` does not update the counter, such
+    /// as one that starts counters again while nothing counts.
+    pub fn set_remote(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
         if let Some(counter) = self.per_cpu(cpu, index) {
             // ORDERING: Relaxed, as `WRITE_ONCE()`: a counter orders no other
             // access; callers that need an order provide it.
@@ -257,7 +260,7 @@ impl<const N: usize> PerCpuCounters<N> {
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
     pub fn read(&self, cpu: CpuId, index: CounterIndex<N>) -> u64 {
-        // ORDERING: Relaxed, as `READ_ONCE()`: see `set()`.
+        // ORDERING: Relaxed, as `READ_ONCE()`: see `set_remote()`.
         self.per_cpu(cpu, index)
             .map_or(0, |counter| counter.load(Relaxed))
     }
@@ -280,7 +283,7 @@ impl<const N: usize> PerCpuCounters<N> {
         // The `this_cpu_*()` operations store the aligned word whole on a
         // 64-bit architecture, which this module is only built for, so
         // other CPUs see the old value or the new one, never half of each.
-        // A `set()` that races an update `cpu` makes, which is atomic on
+        // A `set_remote()` that races an update `cpu` makes, which is atomic on
         // `cpu` only, may undo it, as documented there, but is no data race
         // either.
         Some(unsafe { Atomic::<u64>::from_ptr(ptr.cast()) })
