@@ -41,7 +41,7 @@ impl<H: StackHash> StackMap<H> {
         }
         let next = next_generation(self.table().generation())?;
         self.close_for_reset(&guard);
-        rcu::synchronize_rcu();
+        rcu::synchronize();
         // SAFETY: The gate closed under `guard` and a grace period has
         // passed since; `next` is the generation after the current one,
         // which cannot change while `guard` is held.

@@ -113,7 +113,7 @@ pub(crate) fn settle_dump(map: &StackMap) -> (u32, usize, usize) {
     map.between_resets(|| {
         let table = map.table();
         let end = table.reserved_end();
-        rcu::synchronize_rcu();
+        rcu::synchronize();
         let guard = rcu_read_lock();
         let generation = table.generation();
         let (mut stacks, mut pos) = (0, 0);

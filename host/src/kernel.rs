@@ -701,7 +701,7 @@ pub mod sync {
 
         /// Waits until every thread that was inside a read-side section
         /// when it was called has left it.
-        pub fn synchronize_rcu() {
+        pub fn synchronize() {
             fence(SeqCst);
             let seen: Vec<(Arc<AtomicU64>, u64)> = READERS
                 .lock()
