@@ -5,10 +5,16 @@
 //! C header: [`include/linux/percpu.h`](srctree/include/linux/percpu.h)
 
 use crate::{
-    alloc::{AllocError, Flags},
+    alloc::{
+        AllocError,
+        Flags, //
+    },
     bindings,
     cpu::CpuId,
-    sync::atomic::{Atomic, Relaxed},
+    sync::atomic::{
+        Atomic,
+        Relaxed, //
+    }, //
 };
 use core::ptr::NonNull;
 
