@@ -10,17 +10,36 @@
 
 use crate::{
     cookie::Cookie,
-    platform::{rcu_read_lock, ReadSection},
-    table::{BITS_MAX, BITS_MIN, MAX_DEPTH},
-    tracefs::{self, Format},
-    StackMap, DEFAULT_BITS,
+    platform::{
+        rcu_read_lock,
+        ReadSection, //
+    },
+    table::{
+        BITS_MAX,
+        BITS_MIN,
+        MAX_DEPTH, //
+    },
+    tracefs::{
+        self,
+        Format, //
+    },
+    StackMap,
+    DEFAULT_BITS, //
 };
 use kernel::{
     bindings,
-    ffi::{c_int, c_long, c_uint, c_ulong},
+    ffi::{
+        c_int,
+        c_long,
+        c_uint,
+        c_ulong, //
+    },
     prelude::*,
     seq_file::SeqFile,
-    sync::{Arc, ArcBorrow},
+    sync::{
+        Arc,
+        ArcBorrow, //
+    }, //
 };
 
 // The C side sizes its buffers and checks its parameters with these.

@@ -4,16 +4,29 @@
 //! serializes its resets, and the lookup ftrace calls for each stack.
 
 use crate::{
-    cookie::{next_generation, FIRST_GENERATION},
-    hash::{SeededHash, StackHash},
+    cookie::{
+        next_generation,
+        FIRST_GENERATION, //
+    },
+    hash::{
+        SeededHash,
+        StackHash, //
+    },
     platform::ReadSection,
     stats::Stats,
-    table::{Fallback, Found, Table},
+    table::{
+        Fallback,
+        Found,
+        Table, //
+    }, //
 };
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc,
+        Mutex, //
+    }, //
 };
 
 /// One trace instance's stack map: the table, its counters and the lock

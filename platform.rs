@@ -15,18 +15,28 @@
 //! stand-in `kernel` crate on the standard library, for stress tests and
 //! Miri.
 
-use core::{cell::UnsafeCell, marker::PhantomData};
-use kernel::{page::PAGE_SIZE, prelude::*, types::NotThreadSafe};
+use core::{
+    cell::UnsafeCell,
+    marker::PhantomData, //
+};
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*,
+    types::NotThreadSafe, //
+};
 
 pub(crate) use kernel::processor::cpu_relax;
 pub(crate) use kernel::sync::atomic::{
-    Acquire, //
+    Acquire,
     Atomic,
     Full,
     Relaxed,
-    Release,
+    Release, //
 };
-pub(crate) use kernel::sync::rcu::{read_lock as rcu_read_lock, Guard as RcuGuard};
+pub(crate) use kernel::sync::rcu::{
+    read_lock as rcu_read_lock,
+    Guard as RcuGuard, //
+};
 
 /// Evidence that the current context is an RCU reader for the lifetime
 /// `'a`: synchronize_rcu() waits for it to end.

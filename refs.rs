@@ -55,11 +55,19 @@
 //! lower than one read before it. Once the recorders stop, the counts it
 //! reads are exact.
 
-use crate::platform::{Acquire, Atomic, Relaxed, Release};
+use crate::platform::{
+    Acquire,
+    Atomic,
+    Relaxed,
+    Release, //
+};
 use kernel::{
     cpu::possible_cpus,
-    percpu::{CounterIndex, PerCpuCounters},
-    prelude::*,
+    percpu::{
+        CounterIndex,
+        PerCpuCounters, //
+    },
+    prelude::*, //
 };
 
 /// Number of entries each CPU keeps.

@@ -15,10 +15,17 @@
 //! after the reset, so the counter that says why (`fallback_reset`) starts
 //! again before the gate closes, and the others once it has.
 
-use crate::{cookie::next_generation, hash::StackHash, StackMap};
+use crate::{
+    cookie::next_generation,
+    hash::StackHash,
+    StackMap, //
+};
 use kernel::{
     prelude::*,
-    sync::{rcu, MutexGuard},
+    sync::{
+        rcu,
+        MutexGuard, //
+    }, //
 };
 
 impl<H: StackHash> StackMap<H> {

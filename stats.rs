@@ -15,11 +15,20 @@
 //! are the counts since the base, so that a recorder counting in the
 //! middle of a reset can neither undo the clearing nor be undone by it.
 
-use crate::table::{Fallback, Found};
+use crate::table::{
+    Fallback,
+    Found, //
+};
 use kernel::{
-    cpu::{possible_cpus, CpuId},
-    percpu::{CounterIndex, PerCpuCounters},
-    prelude::*,
+    cpu::{
+        possible_cpus,
+        CpuId, //
+    },
+    percpu::{
+        CounterIndex,
+        PerCpuCounters, //
+    },
+    prelude::*, //
 };
 
 /// Number of counters per CPU.

@@ -52,12 +52,31 @@ use crate::{
     cookie::Cookie,
     hash::StackHash,
     platform::{
-        cpu_relax, fill_pages, storage, storage_bytes, Acquire, Atomic, Full, ReadSection, Relaxed,
-        Release, Storage, Word,
+        cpu_relax,
+        fill_pages,
+        storage,
+        storage_bytes,
+        Acquire,
+        Atomic,
+        Full,
+        ReadSection,
+        Relaxed,
+        Release,
+        Storage,
+        Word, //
     },
-    refs::{self, Entry, Refs, SharedCounts, FIRST_COUNT},
+    refs::{
+        self,
+        Entry,
+        Refs,
+        SharedCounts,
+        FIRST_COUNT, //
+    }, //
 };
-use kernel::{page::PAGE_SIZE, prelude::*};
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*, //
+};
 
 /// The deepest stack the table stores; deeper ones are recorded in full.
 pub(crate) const MAX_DEPTH: usize = 64;

@@ -8,26 +8,66 @@ use kernel::prelude::*;
 #[kunit_tests(ftrace_stackmap)]
 mod cases {
     use crate::{
-        cookie::{next_generation, Cookie, FIRST_GENERATION},
-        hash::{SeededHash, StackHash},
-        platform::{Acquire, Atomic, ReadSection, Relaxed, Release},
-        refs::{self, Refs, SharedCounts, CPU_WORDS, FIRST_COUNT, SATURATED, TAKE_EVERY},
-        stats::{Totals, COUNTERS},
+        cookie::{
+            next_generation,
+            Cookie,
+            FIRST_GENERATION, //
+        },
+        hash::{
+            SeededHash,
+            StackHash, //
+        },
+        platform::{
+            Acquire,
+            Atomic,
+            ReadSection,
+            Relaxed,
+            Release, //
+        },
+        refs::{
+            self,
+            Refs,
+            SharedCounts,
+            CPU_WORDS,
+            FIRST_COUNT,
+            SATURATED,
+            TAKE_EVERY, //
+        },
+        stats::{
+            Totals,
+            COUNTERS, //
+        },
         table::{
-            bucket, Fallback, Found, Record, Table, BITS_MAX, BITS_MIN, DESIGN_DEPTH, MAX_DEPTH,
-            MAX_PROBE,
+            bucket,
+            Fallback,
+            Found,
+            Record,
+            Table,
+            BITS_MAX,
+            BITS_MIN,
+            DESIGN_DEPTH,
+            MAX_DEPTH,
+            MAX_PROBE, //
         },
         tracefs::settle_dump,
-        StackMap,
+        StackMap, //
     };
     use kernel::{
         cpu::possible_cpus,
         new_spinlock,
         page::PAGE_SIZE,
         prelude::*,
-        sync::{rcu, Arc},
-        time::{delay::fsleep, Delta, Instant, Monotonic},
-        workqueue,
+        sync::{
+            rcu,
+            Arc, //
+        },
+        time::{
+            delay::fsleep,
+            Delta,
+            Instant,
+            Monotonic, //
+        },
+        workqueue, //
     };
 
     // From the first case on, `#[kunit_tests]` makes `assert!` and

@@ -17,12 +17,23 @@
 //! and picks the records the dumps show.
 
 use crate::{
-    platform::{rcu_read_lock, ReadSection},
+    platform::{
+        rcu_read_lock,
+        ReadSection, //
+    },
     stats::Totals,
-    table::{MAX_DEPTH, MAX_PROBE},
-    StackMap,
+    table::{
+        MAX_DEPTH,
+        MAX_PROBE, //
+    },
+    StackMap, //
 };
-use kernel::{cpu::possible_cpus, seq_file::SeqFile, seq_print, sync::rcu};
+use kernel::{
+    cpu::possible_cpus,
+    seq_file::SeqFile,
+    seq_print,
+    sync::rcu, //
+};
 
 /// The frame ftrace stores for a trampoline (`FTRACE_TRAMPOLINE_MARKER`,
 /// which kernel/trace/trace_stackmap.c asserts is `INT_MAX`).
