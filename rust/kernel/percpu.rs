@@ -129,8 +129,8 @@ unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
 // SAFETY: `this_cpu_add()`, `this_cpu_read()` and `this_cpu_cmpxchg()`
 // access the counters of the CPU that runs them, with operations that are
 // atomic on that CPU, or with atomics where those are not NMI-safe (see
-// `this_cpu_atomic()`); `read()` and `set_remote()` access any CPU's counter with
-// `READ_ONCE()` and `WRITE_ONCE()`.
+// `this_cpu_atomic()`); `read()` and `set_remote()` access any CPU's
+// counter with `READ_ONCE()` and `WRITE_ONCE()`.
 unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
 
 impl<const N: usize> PerCpuCounters<N> {
