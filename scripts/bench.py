@@ -163,7 +163,13 @@ def main():
     host = sys.argv[4:5]
     data = parse([log] + host)
     result = {"unit": unit, "history": {}, "memory": {}, "dedup": {}, "cost": {},
-              "map_cost": {}, "native": {}}
+              "map_cost": {}, "native": {},
+              # What was measured, and how the guest ran, as scripts/bench.sh
+              # says: the accelerator and QEMU's icount shift (empty: the
+              # host clock).
+              "run": {"commit": os.environ.get("BENCH_COMMIT"),
+                      "accel": os.environ.get("BENCH_ACCEL"),
+                      "icount": os.environ.get("BENCH_ICOUNT")}}
     targets = []
 
     print("History per buffer (1 MiB per CPU, the same events into each buffer; spans in")

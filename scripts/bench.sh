@@ -43,9 +43,16 @@ if [ "$status" -ne 0 ]; then
 fi
 # The unit of what the guest timed: instructions only if QEMU counted them,
 # which scripts/qemu-run.sh has it do under TCG alone.
+accel=$(cat "$BUILD/accel")
 unit=ns
-[ "$ICOUNT" = 0 ] && [ "$(cat "$BUILD/accel")" = tcg ] && unit=insns
-# The table also goes to build/bench.txt.
-python3 "$ROOT/scripts/bench.py" "$log" "$BUILD/bench.json" "$unit" "$host" |
+if [ "$accel" = tcg ]; then
+	[ "$ICOUNT" = 0 ] && unit=insns
+	accel=$accel,thread=${TCG_THREAD:-single}
+fi
+# The table also goes to build/bench.txt; build/bench.json also says
+# what was measured, and how.
+BENCH_COMMIT=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown) \
+BENCH_ACCEL=$accel BENCH_ICOUNT=$ICOUNT \
+	python3 "$ROOT/scripts/bench.py" "$log" "$BUILD/bench.json" "$unit" "$host" |
 	tee "$BUILD/bench.txt" || exit 1
 echo "bench: ${SECONDS}s"
