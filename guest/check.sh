@@ -42,12 +42,14 @@ ftracetest_section() {
 }
 
 # top_settings: the settings of the top instance that the stackmap tests
-# change, each of which a test puts back at its end.
+# change, each of which a test puts back at its end, and the size of the
+# map in use, which a test that changed stack_map_bits puts back too.
 top_settings() {
 	for f in stack_map_bits options/stackmap options/stacktrace \
 		 options/func_stack_trace options/sym-offset; do
 		echo "$f=`cat /sys/kernel/tracing/$f`"
 	done
+	grep '^capacity: ' /sys/kernel/tracing/stack_map_stat
 }
 
 # stackmap_section NAME TEST...: ftracetest_section, then a check that
