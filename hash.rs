@@ -7,11 +7,12 @@
 //! (the FxHash step). The frames are spread over four lanes, frame `i` into
 //! lane `i % 4`, so that four multiplies are in flight at once instead of
 //! one chain of `depth` dependent multiplies: on hardware the chain's latency
-//! is what a long stack's hash costs. The lanes start from different
-//! rotations of the seed and are combined at different rotations; the
-//! result is multiplied by `2^64` over the golden ratio (Fibonacci hashing),
-//! whose top bits, the ones that pick the bucket, depend on every bit of the
-//! lanes, so on every frame and on its position. One multiply where a full
+//! is what a long stack's hash costs. The first lane starts from the seed
+//! xor the depth, the others from rotations of the seed, and the lanes are
+//! combined at different rotations; the result is multiplied by `2^64` over
+//! the golden ratio (Fibonacci hashing), whose top bits, the ones that pick
+//! the bucket, depend on every bit of the lanes, so on every frame and on
+//! its position. One multiply where a full
 //! finalizer (murmur3's fmix64) takes two and three shifts: the low bits of
 //! the hash are left poor, and nothing uses them.
 //! The seed is random per map, so the placement of stacks differs from map

@@ -542,8 +542,9 @@ impl<H: StackHash> Table<H> {
     /// table's caches held in it.
     #[inline(always)]
     unsafe fn holds(&self, slot: usize, frames: &[usize]) -> bool {
-        // The bounds of the frames first: the header, just before them,
-        // then needs no check of its own.
+        // The bounds of the frames first: they imply those of the header,
+        // just before them, so that the compiler can fold away the check
+        // that `published()` makes of it.
         let Some(words) = self.frame_words(slot, frames.len()) else {
             return false;
         };
