@@ -23,6 +23,7 @@ use crate::{
 use kernel::{
     new_mutex,
     prelude::*,
+    random,
     sync::{
         Arc,
         Mutex, //
@@ -59,8 +60,7 @@ impl StackMap {
         // With trace_options=stackmap the first map is made at boot, before
         // random_init(): the seed then comes from what random_init_early()
         // gathered. It only places stacks in buckets.
-        // SAFETY: `get_random_u64()` has no preconditions.
-        let hash = SeededHash::new(unsafe { kernel::bindings::get_random_u64() });
+        let hash = SeededHash::new(random::get_u64());
         let Some(prev) = prev else {
             return Self::with_hash(bits, FIRST_GENERATION, hash);
         };

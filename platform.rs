@@ -5,7 +5,7 @@
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
 //! sections, its storage and its spin-wait through this module, which takes
 //! them from the kernel crate: the LKMM atomics, RCU, vmalloc (after a look
-//! at si_mem_available()) and cpu_relax(). [`refs`](crate::refs) and
+//! at the pages available) and cpu_relax(). [`refs`](crate::refs) and
 //! [`stats`](crate::stats) take their atomics from here too, and their
 //! per-CPU storage and the possible CPUs from `kernel::percpu` and
 //! `kernel::cpu` directly.
@@ -20,7 +20,10 @@ use core::{
     marker::PhantomData, //
 };
 use kernel::{
-    page::PAGE_SIZE,
+    page::{
+        available_pages,
+        PAGE_SIZE, //
+    },
     prelude::*,
     types::NotThreadSafe, //
 };
@@ -82,10 +85,7 @@ pub(crate) type Storage<T> = VVec<T>;
 /// free pages one by one before failing, and an allocation of another task
 /// meanwhile, which may not fail, would wake the OOM killer.
 pub(crate) fn storage<T>(len: usize, init: impl Fn() -> T) -> Result<Storage<T>> {
-    // SAFETY: `si_mem_available()` has no preconditions.
-    let available = unsafe { kernel::bindings::si_mem_available() };
-    let pages = pages_for::<T>(len);
-    if !usize::try_from(available).is_ok_and(|available| available >= pages) {
+    if available_pages() < pages_for::<T>(len) {
         return Err(ENOMEM);
     }
     let mut v = Storage::with_capacity(len, GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)?;

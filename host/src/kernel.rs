@@ -246,24 +246,10 @@ pub mod cpu {
     }
 }
 
-/// `kernel::bindings`: the C functions the kernel files call.
-pub mod bindings {
-    /// `si_mem_available()`: the pages that can be allocated; the host
-    /// heap sets no limit but its own.
-    ///
-    /// # Safety
-    ///
-    /// None: `unsafe` as the C function's binding is.
-    pub unsafe fn si_mem_available() -> core::ffi::c_long {
-        core::ffi::c_long::MAX
-    }
-
+/// `kernel::random`.
+pub mod random {
     /// `get_random_u64()`.
-    ///
-    /// # Safety
-    ///
-    /// None: `unsafe` as the C function's binding is.
-    pub unsafe fn get_random_u64() -> u64 {
+    pub fn get_u64() -> u64 {
         use std::hash::{BuildHasher, RandomState};
         RandomState::new().hash_one(0u64)
     }
@@ -273,6 +259,12 @@ pub mod bindings {
 pub mod page {
     /// The size of a page.
     pub const PAGE_SIZE: usize = 4096;
+
+    /// `si_mem_available()`: the pages that can be allocated; the host
+    /// heap sets no limit but its own.
+    pub fn available_pages() -> usize {
+        usize::MAX
+    }
 }
 
 /// `kernel::processor`.

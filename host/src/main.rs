@@ -15,7 +15,7 @@ extern crate self as kernel;
 
 #[path = "kernel.rs"]
 mod shim;
-pub use shim::{alloc, bindings, cpu, error, page, percpu, prelude, processor, sync, types};
+pub use shim::{alloc, cpu, error, page, percpu, prelude, processor, random, sync, types};
 
 #[allow(dead_code)]
 #[path = "../../cookie.rs"]
