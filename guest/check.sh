@@ -60,8 +60,8 @@ stackmap_section() {
 	after=`top_settings`
 	if [ "$before" != "$after" ]; then
 		echo "check.sh: the $1 tests changed the top instance's settings:"
-		echo "  before: "$before
-		echo "  after:  "$after
+		echo "|   before: "$before
+		echo "|   after:  "$after
 		status=1
 	fi
 }

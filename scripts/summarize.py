@@ -4,7 +4,9 @@
 
 Reads the console logs the guests printed (sections between '@@SECTION
 name@@' and '@@END@@'), and optionally host-side cargo test outputs.  Every
-case is listed with its verdict; the last line is 'N passed, N failed, N
+case is listed with its verdict; then, under 'Failed:', the failures again,
+with the lines of each splat and the end of each failed ftracetest case's
+log that the guest printed; the last line is 'N passed, N failed, N
 skipped'.  Each of these also counts as a failed case:
 
   - a section that was expected but not reported, or reported no case;
@@ -18,7 +20,8 @@ skipped'.  Each of these also counts as a failed case:
     shared console;
   - a log that is missing or lacks the guest's exit marker, a boot whose
     qemu-run status (--exit-status) is not 0, and a log with a kernel
-    splat (warning, BUG, Oops, stall, panic);
+    splat (warning, BUG, Oops, stall, panic, OOM kill, allocation
+    failure report, NMI backtrace);
   - a cargo test output that is missing or reports no test, and an
     ignored cargo test of a --must-run group;
   - a TAP output (--tap) with a problem of a section, as above.
@@ -36,10 +39,16 @@ PLAN = re.compile(r"^(?P<indent>\s*)1\.\.(?P<n>\d+)$")
 STATS = re.compile(r"^# (?P<name>\S+): (?P<stats>(?:\w+:\d+ ?)+)$")
 EXIT_MARKER = re.compile(r"^@@STACKMAP-GUEST-EXIT@@ \d+$", re.M)
 # What the kernel prints when something went wrong, anywhere on a line: a
-# kernel message can start in the middle of one the guest printed.
+# kernel message can start in the middle of one the guest printed. Besides
+# the warnings, BUGs and stalls, the first lines of the reports that come
+# with a backtrace and no "WARNING:": the OOM killer, an allocation that
+# failed without __GFP_NOWARN, an NMI backtrace, an MSR access that faulted.
 SPLAT = re.compile(r"-{12}\[ cut here \]-{12}|WARNING:|BUG:|kernel BUG at"
                    r"|\bOops\b|Call Trace:|RCU stall|detected stalls? on"
                    r"|general protection fault|Kernel panic"
+                   r"|invoked oom-killer|Out of memory|page allocation failure"
+                   r"|percpu: allocation failed|NMI backtrace for cpu"
+                   r"|unchecked MSR access"
                    # A KUnit assertion that failed outside the case's thread,
                    # which KUnit cannot fail.
                    r"|Failure not reported to KUnit")
@@ -66,6 +75,23 @@ def sections(log):
 def splats(log):
     """Returns the lines of a console log that show a kernel splat."""
     return [line for line in log.splitlines() if SPLAT.search(line)]
+
+
+def failed_case_logs(log, lines=15):
+    """Returns the last lines of each failed case's log that the guest's
+    check.sh printed ('check.sh: end of NAME:', then lines in '|   ')."""
+    out, name, tail = [], None, []
+    for line in log.splitlines() + [""]:
+        if line.startswith("|   ") and name is not None:
+            tail.append(line)
+            continue
+        if name is not None:
+            out.append(name)
+            out.extend(tail[-lines:])
+            name, tail = None, []
+        if line.startswith("check.sh: "):
+            name = line
+    return out
 
 
 def verdict(m):
@@ -215,9 +241,15 @@ def main():
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     seen = set()
 
+    # The failures again at the end, with what tells their cause: the
+    # summary's last lines are the ones a reader of a long output sees.
+    recap = []
+
     def count(group, name, v):
         counts[v] += 1
         print(f"{v.upper():8} {group}: {name}")
+        if v == "failed":
+            recap.append(f"{group}: {name}")
 
     def counted(group, name, v, directive):
         if v == "skipped" and group in args.must_run:
@@ -227,6 +259,10 @@ def main():
 
     def case(group, name, m):
         counted(group, name, verdict(m), m.group("directive"))
+
+    # What check.sh printed of the logs of the ftracetest cases that
+    # failed, after their section.
+    recap_logs = []
 
     status = {}
     for arg in args.exit_status:
@@ -248,10 +284,13 @@ def main():
         splat = splats(log)
         if splat:
             count("console", f"{boot}: kernel splat:", "failed")
-            for line in splat[:5]:
-                print(f"{'':8} | {line[:100]}")
+            shown = [f"| {line[:100]}" for line in splat[:5]]
             if len(splat) > 5:
-                print(f"{'':8} | ({len(splat) - 5} more lines)")
+                shown.append(f"| ({len(splat) - 5} more lines)")
+            for line in shown:
+                print(f"{'':8} {line}")
+            recap.extend(f"  {line}" for line in shown)
+        recap_logs.extend(failed_case_logs(log))
 
         for name, lines, ended in sections(log):
             if name == "kunit":
@@ -320,6 +359,10 @@ def main():
         if section not in seen:
             count("ftracetest", f"{section} (no case reported)", "failed")
 
+    if recap:
+        print("Failed:")
+        for line in recap + recap_logs:
+            print(f"  {line}")
     print(f"{counts['passed']} passed, {counts['failed']} failed, "
           f"{counts['skipped']} skipped")
     return 1 if counts["failed"] else 0
