@@ -42,13 +42,14 @@ EXIT_MARKER = re.compile(r"^@@STACKMAP-GUEST-EXIT@@ \d+$", re.M)
 # kernel message can start in the middle of one the guest printed. Besides
 # the warnings, BUGs and stalls, the first lines of the reports that come
 # with a backtrace and no "WARNING:": the OOM killer, an allocation that
-# failed without __GFP_NOWARN, an NMI backtrace, an MSR access that faulted.
+# failed or stalled, an NMI backtrace, an interrupt nobody handled, an MSR
+# access that faulted.
 SPLAT = re.compile(r"-{12}\[ cut here \]-{12}|WARNING:|BUG:|kernel BUG at"
-                   r"|\bOops\b|Call Trace:|RCU stall|detected stalls? on"
+                   r"|\bOops\b|Call Trace:|RCU stall|detected (expedited )?stalls? on"
                    r"|general protection fault|Kernel panic"
-                   r"|invoked oom-killer|Out of memory|page allocation failure"
-                   r"|percpu: allocation failed|NMI backtrace for cpu"
-                   r"|unchecked MSR access"
+                   r"|invoked oom-killer|Out of memory|page allocation (failure|stall)"
+                   r"|vmalloc error:|percpu: allocation failed|NMI backtrace for cpu"
+                   r"|haven't responded|nobody cared|unchecked MSR access"
                    # A KUnit assertion that failed outside the case's thread,
                    # which KUnit cannot fail.
                    r"|Failure not reported to KUnit")
@@ -77,7 +78,17 @@ def splats(log):
     return [line for line in log.splitlines() if SPLAT.search(line)]
 
 
-def failed_case_logs(log, lines=15):
+def splat_window(log, before=4, after=10):
+    """Returns the lines of a console log around its first splat line: the
+    report's first lines, if no pattern matched them, and what came next."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if SPLAT.search(line):
+            return lines[max(0, i - before):i + after]
+    return []
+
+
+def failed_case_logs(log, lines=10):
     """Returns the last lines of each failed case's log that the guest's
     check.sh printed ('check.sh: end of NAME:', then lines in '|   ')."""
     out, name, tail = [], None, []
@@ -290,6 +301,8 @@ def main():
             for line in shown:
                 print(f"{'':8} {line}")
             recap.extend(f"  {line}" for line in shown)
+            recap.append("  the console around the first:")
+            recap.extend(f"  : {line[:100]}" for line in splat_window(log))
         recap_logs.extend(failed_case_logs(log))
 
         for name, lines, ended in sections(log):
