@@ -12,9 +12,9 @@
 //! combined at different rotations; the result is multiplied by `2^64` over
 //! the golden ratio (Fibonacci hashing), whose top bits, the ones that pick
 //! the bucket, depend on every bit of the lanes, so on every frame and on
-//! its position. One multiply where a full
-//! finalizer (murmur3's fmix64) takes two and three shifts: the low bits of
-//! the hash are left poor, and nothing uses them.
+//! its position. One multiply where a full finalizer (murmur3's fmix64)
+//! takes two and three shifts: the low bits of the hash are left poor, and
+//! nothing uses them.
 //! The seed is random per map, so the placement of stacks differs from map
 //! to map and from boot to boot. The hash only picks the bucket: frames are
 //! always compared in full before a stack is called found.
