@@ -9,12 +9,13 @@
 //! one chain of `depth` dependent multiplies: on hardware the chain's latency
 //! is what a long stack's hash costs. The first lane starts from the seed
 //! xor the depth, the others from rotations of the seed, and the lanes are
-//! combined at different rotations; the result is multiplied by `2^64` over
-//! the golden ratio (Fibonacci hashing), whose top bits, the ones that pick
-//! the bucket, depend on every bit of the lanes, so on every frame and on
-//! its position. One multiply where a full finalizer (murmur3's fmix64)
-//! takes two and three shifts: the low bits of the hash are left poor, and
-//! nothing uses them.
+//! combined at rotations chosen so that the seeds of the lanes no frame
+//! reached (a stack of fewer than four frames) never cancel each other. The
+//! result is multiplied by `2^64` over the golden ratio (Fibonacci hashing),
+//! whose top bits, the ones that pick the bucket, depend on every bit of the
+//! lanes, so on every frame and on its position. One multiply where a full
+//! finalizer (murmur3's fmix64) takes two and three shifts: the low bits of
+//! the hash are left poor, and nothing uses them.
 //! The seed is random per map, so the placement of stacks differs from map
 //! to map and from boot to boot. The hash only picks the bucket: frames are
 //! always compared in full before a stack is called found.
@@ -66,8 +67,11 @@ impl StackHash for SeededHash {
         for (lane, &frame) in lanes.iter_mut().zip(chunks.remainder()) {
             *lane = step(*lane, frame);
         }
+        // A lane no frame reached adds its seed rotated by 16 + 8 = 24,
+        // 32 + 16 = 48 and 48 + 24 = 72, that is 8, bits: rotations that
+        // differ from each other and from lane a's 0, so none cancels.
         let [a, b, c, d] = lanes;
-        (a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48)).wrapping_mul(SPREAD_MUL)
+        (a ^ b.rotate_left(8) ^ c.rotate_left(16) ^ d.rotate_left(24)).wrapping_mul(SPREAD_MUL)
     }
 }
 

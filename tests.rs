@@ -1012,6 +1012,11 @@ mod cases {
             assert_ne!(a.hash(&s), a.hash(&t));
         }
         assert_ne!(a.hash(&s[..15]), a.hash(&s));
+        // The seed counts at every depth, down to none, whichever of the
+        // four lanes the frames reach.
+        for depth in 0..=4 {
+            assert_ne!(a.hash(&s[..depth]), b.hash(&s[..depth]));
+        }
         // Frames swapped between lanes, and within one lane.
         for (i, j) in [(0, 1), (1, 3), (0, 4), (2, 14)] {
             let mut t = stack(3, 16);
