@@ -164,7 +164,8 @@ fn check_recorded<H: StackHash>(
 /// the records; checks the table and the counters of the outcomes after.
 fn race<H: StackHash + Sync>(map: &StackMap<H>, stacks: usize, rounds: usize) {
     let table = map.table();
-    let barrier = Barrier::new(THREADS);
+    // The walker starts with the recorders.
+    let barrier = Barrier::new(THREADS + 1);
     let done = AtomicBool::new(false);
     let results: Vec<Seen> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
@@ -188,8 +189,13 @@ fn race<H: StackHash + Sync>(map: &StackMap<H>, stacks: usize, rounds: usize) {
             })
             .collect();
         let walker = s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
+            barrier.wait();
+            // One walk at least, however soon the recorders are done.
+            loop {
                 walk(table, stacks);
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
             }
         });
         // Every recorder is joined, and the walker stopped, before a failed
