@@ -71,7 +71,7 @@ use kernel::{
 };
 
 /// Number of entries each CPU keeps.
-pub(crate) const PENDING: usize = 64;
+const PENDING: usize = 64;
 
 /// Number of words each CPU keeps: its entries, then its count of hits on
 /// saturated stacks.

@@ -361,7 +361,7 @@ impl<H: StackHash> Table<H> {
     /// it holds more of shallower ones.
     pub(crate) fn capacity(&self) -> usize {
         // The arena is sized for one such stack per bucket.
-        self.slot_count()
+        self.bucket_count()
     }
 
     /// Returns `log2` of [`Self::capacity`].
@@ -371,7 +371,7 @@ impl<H: StackHash> Table<H> {
     }
 
     /// Returns the number of buckets.
-    pub(crate) fn slot_count(&self) -> usize {
+    pub(crate) fn bucket_count(&self) -> usize {
         self.buckets.len()
     }
 
@@ -645,6 +645,8 @@ impl<H: StackHash> Table<H> {
             return Err(Fallback::Full);
         };
         let headers = self.headers();
+        // A reserved record lies within the arena, its header too: this
+        // check, which keeps the path free of a panic branch, never fails.
         // SAFETY: `reserve()` handed the record to this call.
         let Some(header) = (unsafe { headers.get(slot) }) else {
             return Err(Fallback::Full);

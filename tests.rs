@@ -607,7 +607,7 @@ mod cases {
         let hash = SeededHash::new(SEED);
         let map = map(BITS_MIN);
         let table = map.table();
-        let buckets = table.slot_count();
+        let buckets = table.bucket_count();
         let mut chains = KVec::from_elem(0usize, buckets, GFP_KERNEL).expect("alloc");
         // Each stack's cookie, and the stacks inserted before it in its
         // bucket.
@@ -983,7 +983,7 @@ mod cases {
         for bits in [0, BITS_MIN - 1, BITS_MAX + 1, u32::MAX] {
             assert_eq!(StackMap::new(bits, None).err(), Some(EINVAL));
         }
-        assert_eq!(map(BITS_MIN).table().slot_count(), 1 << BITS_MIN);
+        assert_eq!(map(BITS_MIN).table().bucket_count(), 1 << BITS_MIN);
     }
 
     #[test]

@@ -163,7 +163,7 @@ fn print_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
                 table.generation(),
                 table.entries(),
                 table.capacity(),
-                table.slot_count(),
+                table.bucket_count(),
                 map.memory_bytes(),
                 table.arena_bytes_used(),
                 map.stats().totals(),
