@@ -136,9 +136,11 @@ pub unsafe extern "C" fn ftrace_stackmap_put(map: *mut CMap) {
 /// # Safety
 ///
 /// `map` must be a live map (see [`ftrace_stackmap_put`]) and `frames`
-/// valid for reading `depth` entries. The caller must run with preemption
-/// disabled, RCU watching and the CPU online, as trace_stackmap_record()
-/// checks: that makes it an RCU reader, which a reset waits for.
+/// non-NULL and aligned, even for a `depth` of 0, and valid for reading
+/// `depth` entries, which nothing writes during the call. The caller must
+/// run with preemption disabled, RCU watching and the CPU online, as
+/// trace_stackmap_record() checks: that makes it an RCU reader, which a
+/// reset waits for.
 #[export]
 pub unsafe extern "C" fn ftrace_stackmap_lookup(
     map: *mut CMap,
@@ -147,8 +149,9 @@ pub unsafe extern "C" fn ftrace_stackmap_lookup(
 ) -> u64 {
     // SAFETY: `map` is live for the call per the safety requirements.
     let map = unsafe { borrow(map) };
-    // SAFETY: `frames` is valid for `depth` reads per the safety
-    // requirements; `c_ulong` and `usize` have the same layout.
+    // SAFETY: `frames` is non-NULL, aligned and valid for `depth` reads of
+    // entries nothing writes meanwhile, per the safety requirements;
+    // `c_ulong` and `usize` have the same layout.
     let frames = unsafe { core::slice::from_raw_parts(frames.cast::<usize>(), depth as usize) };
     // SAFETY: The caller runs with preemption disabled, RCU watching and
     // its CPU online for the whole call, per the safety requirements.
