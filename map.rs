@@ -26,7 +26,8 @@ use kernel::{
     random,
     sync::{
         Arc,
-        Mutex, //
+        Mutex,
+        Refcount, //
     }, //
 };
 
@@ -77,6 +78,11 @@ impl StackMap {
 }
 
 impl<H: StackHash> StackMap<H> {
+    /// The bytes of the map's own allocation: its [`Arc`] holds the
+    /// reference count first, then the map at the map's alignment.
+    const ALLOCATION_BYTES: usize =
+        size_of::<Refcount>().next_multiple_of(align_of::<Self>()) + size_of::<Self>();
+
     /// Allocates a map for `2^bits` stacks placed by `hash`, in
     /// `generation`.
     pub(crate) fn with_hash(bits: u32, generation: u32, hash: H) -> Result<Arc<Self>> {
@@ -136,6 +142,6 @@ impl<H: StackHash> StackMap<H> {
 
     /// Returns the whole footprint of the map in bytes.
     pub(crate) fn memory_bytes(&self) -> usize {
-        size_of::<Self>() + self.table.memory_bytes() + self.stats.memory_bytes()
+        Self::ALLOCATION_BYTES + self.table.memory_bytes() + self.stats.memory_bytes()
     }
 }

@@ -954,12 +954,14 @@ mod cases {
         let buckets = BUCKET_BYTES * table.capacity();
         assert_eq!(table.memory_bytes(), 8 * words + buckets + caches);
         // memory_bytes in stack_map_stat also counts the map's own
-        // structure and its counters: two words of each in the per-CPU area
-        // of each possible CPU, the count and its base at the last reset.
+        // structure, 64 bytes into its allocation (after its Arc's reference
+        // count, at the alignment of the table's reservation word), and its
+        // counters: two words of each in the per-CPU area of each possible
+        // CPU, the count and its base at the last reset.
         let counters = possible_cpus().count() * 2 * COUNTERS * 8;
         assert_eq!(
             map.memory_bytes(),
-            size_of::<StackMap>() + table.memory_bytes() + counters
+            64 + size_of::<StackMap>() + table.memory_bytes() + counters
         );
         pr_info!(
             "stackmap: depth d costs 8 * d + 8 bytes of arena, the arena is sized for {} stacks \

@@ -712,6 +712,11 @@ pub mod sync {
     /// `kernel::sync::Arc`: pinned, made by an initializer.
     pub struct Arc<T>(core::pin::Pin<std::sync::Arc<T>>);
 
+    /// `kernel::sync::Refcount`, a `refcount_t`: what `Arc` allocates before
+    /// the value it holds, for the map to count.
+    #[allow(dead_code)]
+    pub struct Refcount(core::sync::atomic::AtomicI32);
+
     impl<T> Arc<T> {
         /// Allocates a `T` and runs `init` on it in place.
         pub fn pin_init(
