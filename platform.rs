@@ -5,15 +5,15 @@
 //! [`table`](crate::table) names its atomics, its RCU read-side critical
 //! sections, its storage and its spin-wait through this module, which takes
 //! them from the kernel crate: the LKMM atomics, RCU, vmalloc (after a look
-//! at the pages available) and cpu_relax(). [`refs`](crate::refs) and
-//! [`stats`](crate::stats) take their atomics from here too, and their
+//! at the pages available) and cpu_relax(). [`refs`](crate::refs) takes
+//! its atomics from here too; it and [`stats`](crate::stats) take their
 //! per-CPU storage and the possible CPUs from `kernel::percpu` and
 //! `kernel::cpu` directly.
 //!
 //! No other build changes this file: out of tree, it also builds, with
-//! `table`, `refs`, `stats`, `hash` and `cookie`, unchanged against a
-//! stand-in `kernel` crate on the standard library, for stress tests and
-//! Miri.
+//! `table`, `refs`, `stats`, `hash`, `cookie`, `map` and `reset`,
+//! unchanged against a stand-in `kernel` crate on the standard library,
+//! for stress tests and Miri.
 
 use core::{
     cell::UnsafeCell,
