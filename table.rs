@@ -321,6 +321,20 @@ impl SharedCounts for Headers<'_> {
 }
 
 /// The table and its arena.
+///
+/// # Invariants
+///
+/// Within a generation:
+/// - a bucket is 0 or the slot of a record linked in it;
+/// - once a record is linked, the depth and the next slot in its header
+///   never change: in the header's low half, only [`Table::publish`] sets
+///   the published bit, once;
+/// - a record is published only after it was linked, and hits count in its
+///   header only once it is published.
+///
+/// The buckets, the arena and the ref count caches are emptied only while
+/// the gate is closed and no recorder or reader that found it open is still
+/// inside.
 pub(crate) struct Table<H> {
     /// The slot of the last record linked in each bucket, 0 if none; their
     /// number is a power of two.
