@@ -37,8 +37,10 @@ finish() {
 	test "$n" -eq "$plan" && test "$failed" -eq 0
 }
 
-# What the boot recorded stays as it is while the checks read it.
+# What the boot recorded stays as it is while the checks read it, once
+# the stacks in flight are stored and counted.
 echo 0 > tracing_on
+stackmap_settle
 TMPDIR=/tmp
 
 option_is_on() { test "`cat options/stackmap`" = 1; }
