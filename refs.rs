@@ -138,14 +138,12 @@ fn add_shared(word: &Atomic<u64>, n: u64) -> u64 {
         // The low half is the table's, unchanged since the count was set:
         // only the count is put back. Adds that land in between are lost,
         // above the saturation anyway.
-        // ORDERING: Release, as the add: a store, unlike an add, does not
-        // carry on the release sequence of `publish()`, so a reader that
-        // loads this value with Acquire (`Table::published()`) sees the
-        // frames only through this store. The context that stores saw them
-        // before: a hit found them, with an Acquire load of the bucket; on
-        // the `flush()` path, the hit that filled the entry, earlier on this
-        // CPU, whose accesses this CPU's later ones follow.
-        word.store((SATURATED << SHARED_SHIFT) | (old & COUNT), Release);
+        // ORDERING: Release, as the add. An exchange rather than a store:
+        // as a read-modify-write it carries on the release sequence of
+        // `publish()`, so that a reader that loads this value with Acquire
+        // (`Table::published()`) sees the frames, whichever context put the
+        // count back.
+        word.xchg((SATURATED << SHARED_SHIFT) | (old & COUNT), Release);
     }
     before
 }
