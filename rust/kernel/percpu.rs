@@ -285,7 +285,11 @@ impl<const N: usize> PerCpuCounters<N> {
         // its CPU uses the `this_cpu_*()` operations (one instruction on x86,
         // an atomic on arm64, or atomics of this module where they are not
         // NMI-safe), and other CPUs the `READ_ONCE()` and `WRITE_ONCE()` of
-        // this `Atomic`.
+        // this `Atomic`. The memory model does not describe the x86
+        // instructions, which are inline assembly that KCSAN does not see
+        // either: they count here as marked accesses because each is one
+        // `asm volatile` instruction, which the compiler cannot tear, fuse
+        // or repeat.
         // The `this_cpu_*()` operations store the aligned word whole on a
         // 64-bit architecture, which this module is only built for, so
         // other CPUs see the old value or the new one, never half of each.
