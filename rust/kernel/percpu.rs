@@ -110,6 +110,7 @@ impl<const N: usize> CounterIndex<N> {
     }
 
     /// Returns every index, in order.
+    #[inline]
     pub fn all() -> impl Iterator<Item = Self> {
         // INVARIANT: Each is below `N`.
         (0..N).map(Self)
@@ -254,6 +255,7 @@ impl<const N: usize> PerCpuCounters<N> {
     /// against the updates `cpu` makes meanwhile, one of which would be
     /// lost. For callers that know `cpu` does not update the counter, such
     /// as one that starts counters again while nothing counts.
+    #[inline]
     pub fn set_remote(&self, cpu: CpuId, index: CounterIndex<N>, value: u64) {
         if let Some(counter) = self.per_cpu(cpu, index) {
             // ORDERING: Relaxed, as `WRITE_ONCE()`: a counter orders no other
@@ -265,6 +267,7 @@ impl<const N: usize> PerCpuCounters<N> {
     /// Returns counter `index` of `cpu`, or 0 if `cpu` is not possible.
     ///
     /// The value may be out of date by the updates `cpu` makes meanwhile.
+    #[inline]
     pub fn read(&self, cpu: CpuId, index: CounterIndex<N>) -> u64 {
         // ORDERING: Relaxed, as `READ_ONCE()`: see `set_remote()`.
         self.per_cpu(cpu, index)
@@ -272,6 +275,7 @@ impl<const N: usize> PerCpuCounters<N> {
     }
 
     /// Returns counter `index` of `cpu`, if `cpu` is possible.
+    #[inline]
     fn per_cpu(&self, cpu: CpuId, index: CounterIndex<N>) -> Option<&Atomic<u64>> {
         if !cpu.is_possible() {
             return None;
