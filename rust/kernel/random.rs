@@ -12,8 +12,9 @@ use crate::bindings;
 /// kept per CPU. It never waits for the generator to be seeded: before
 /// then, it is drawn from what early boot has gathered.
 ///
-/// Takes from its CPU's batch with interrupts disabled (under a per-CPU
-/// lock that may sleep on `PREEMPT_RT`): not for NMI context.
+/// Takes from its CPU's batch under a local lock, which disables
+/// interrupts, or on `PREEMPT_RT` is a lock that may sleep: not for NMI
+/// context, nor, on `PREEMPT_RT`, for any atomic context.
 ///
 /// # Examples
 ///
