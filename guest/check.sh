@@ -46,23 +46,26 @@ ftracetest_section() {
 # map in use, which a test that changed stack_map_bits puts back too.
 top_settings() {
 	for f in stack_map_bits options/stackmap options/stacktrace \
-		 options/func_stack_trace options/sym-offset $OUTPUT_OPTIONS; do
+		 options/func_stack_trace options/sym-offset $OUTPUT_OPTIONS \
+		 trace_clock; do
 		echo "$f=`cat /sys/kernel/tracing/$f`"
 	done
 	grep '^capacity: ' /sys/kernel/tracing/stack_map_stat
 }
 
 # Options that change how the trace prints, which the tests set to their
-# defaults and put back.
+# defaults and put back, as they do the trace clock.
 OUTPUT_OPTIONS="options/irq-info options/print-parent options/latency-format
 		options/userstacktrace options/fields"
 
 # odd_output: sets OUTPUT_OPTIONS away from their defaults on the top
-# instance, whose flags new instances take, as a machine's may be.
+# instance, whose flags new instances take, as a machine's may be, and
+# its clock to one whose timestamps are counts, not seconds.
 odd_output() {
 	for f in $OUTPUT_OPTIONS; do
 		echo $((1 - `cat /sys/kernel/tracing/$f`)) > /sys/kernel/tracing/$f
 	done
+	echo counter > /sys/kernel/tracing/trace_clock
 }
 
 # stackmap_section NAME TEST...: ftracetest_section, then a check that
