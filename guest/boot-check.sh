@@ -8,8 +8,9 @@
 # on the kernel command line, printed as KTAP test lines; with 'end', the
 # checks after the upstream baseline ran on that boot; with 'startup', the
 # checks of a boot with trace_options=stackmap alone; with 'plain', those
-# of a boot with no stackmap parameter, before any test. Exits 1
-# if a check failed.
+# of a boot with no stackmap parameter, before any test; with 'parallel',
+# those of a boot with ftrace_stackmap.bits=19 ftrace_stackmap.bits=abc.
+# Exits 1 if a check failed.
 cd /sys/kernel/tracing || exit 1
 TEST_DIR=/selftests/ftrace/test.d
 . $TEST_DIR/stackmap/stackmap.lib
@@ -184,6 +185,22 @@ if [ "${1-}" = plain ]; then
 	echo "1..$plan"
 	check "plain: no map at boot without the option" no_map_at_boot
 	check "plain: the first map holds the default 2^14 stacks" first_map_has_default_bits
+	finish
+	exit
+fi
+
+# On its own, a value out of range sizes the top map, clamped; a later
+# one that is not a number leaves it so.
+clamped_bits_size_top_map() {
+	dmesg | grep 'ftrace_stackmap.bits=19 out of range \[10, 18\], clamped to 18$' &&
+		dmesg | grep 'ftrace_stackmap.bits=abc is not a number, ignored' &&
+		top_map_has_bits 18
+}
+if [ "${1-}" = parallel ]; then
+	plan=1
+	echo "1..$plan"
+	check "parallel: ftrace_stackmap.bits=19, clamped to 18, sizes the top map; abc after it is ignored" \
+		clamped_bits_size_top_map
 	finish
 	exit
 fi

@@ -16,6 +16,8 @@
 #   startup            checks of the tracers' startup tests on a boot with
 #                      trace_options=stackmap alone
 #   plain              checks of a boot with no stackmap parameter
+#   parallel           checks of the boot of the tests of races, whose last
+#                      ftrace_stackmap.bits is out of range
 cd /selftests/ftrace || exit 1
 
 FTRACETEST="./ftracetest -K --fail-unsupported --fail-unresolved"
@@ -115,7 +117,7 @@ for section in "$@"; do
 		echo "@@SECTION ftracetest boot-end@@"
 		sh /boot-check.sh end || status=1
 		;;
-	startup|plain)
+	startup|plain|parallel)
 		echo "@@SECTION ftracetest $section@@"
 		sh /boot-check.sh $section || status=1
 		;;

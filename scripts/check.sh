@@ -27,11 +27,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 	  test.d/ftrace/func-filter-stacktrace.tc test.d/trigger/trigger-stacktrace.tc"
 # The first boot leaves the top map at its default size; the second
-# tries the bad sizes, then one in range, which the top map takes. The
-# second's checks compare the events recorded from boot with the map's
-# counters: its trace clock is set from the start. Otherwise a guest
-# that finds its TSC unstable, as it may on a loaded host, switches the
-# clock to "global" at late init, which empties the buffer.
+# tries the bad sizes, then one in range, which the top map takes; the
+# third ends on a size out of range, then one that is not a number, so
+# that the top map has the clamped size. The second's checks compare
+# the events recorded from boot with the map's counters: its trace
+# clock is set from the start. Otherwise a guest that finds its TSC
+# unstable, as it may on a loaded host, switches the clock to "global"
+# at late init, which empties the buffer.
 PLAIN_BOOT=""
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
@@ -60,15 +62,15 @@ STACKMAP_PARALLEL="test.d/stackmap/stackmap-reset.tc
 # repo always installs the stackmap tests and the KUnit suite.
 first=(kunit plain stackmap baseline)
 second=(kunit boot baseline-stackmap boot-end stackmap-late)
-third=(kunit stackmap-parallel)
+third=(kunit parallel stackmap-parallel)
 summary_args=(--kunit-suite ftrace_stackmap --kunit-suite trace_stackmap)
 for section in plain stackmap baseline boot baseline-stackmap boot-end stackmap-late \
-	       stackmap-parallel; do
+	       parallel stackmap-parallel; do
 	summary_args+=(--section "$section")
 done
 for section in kunit plain stackmap baseline boot baseline-stackmap boot-end \
-	       stackmap-late stackmap-parallel host miri panic-free series series-refresh \
-	       lint; do
+	       stackmap-late parallel stackmap-parallel host miri panic-free series \
+	       series-refresh lint; do
 	summary_args+=(--must-run "$section")
 done
 
@@ -98,12 +100,12 @@ done
 # are cookies. The stackmap boot's trace_event= turns the tests off.
 boots=(plain stackmap parallel)
 startup=false
-PARALLEL_BOOT=""
+PARALLEL_BOOT="ftrace_stackmap.bits=19 ftrace_stackmap.bits=abc"
 if grep -q '^CONFIG_FTRACE_STARTUP_TEST=y' "$OBJ/.config"; then
 	startup=true
 	# The startup tests switch tracers: not on the third boot. A tracer
 	# set on the command line turns them off.
-	PARALLEL_BOOT="ftrace=nop"
+	PARALLEL_BOOT+=" ftrace=nop"
 	boots+=(startup)
 	summary_args+=(--section startup --must-run startup)
 fi
