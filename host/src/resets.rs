@@ -148,7 +148,11 @@ fn race_recorders(map: &StackMap, mut reset: impl FnMut(usize)) -> [u64; 3] {
 }
 
 /// Checks that the race happened: cookies were issued and resolved, and
-/// recorders met the gate closed.
+/// recorders met the gate closed. Under Miri, only the first two: its
+/// three resets may each close and open the gate while no recorder runs,
+/// as its scheduler picks the threads. Its runs check the accesses of the
+/// races that did happen; the native runs check that recorders meet the
+/// gate closed.
 fn check_raced([cookies, closed, resolved]: [u64; 3]) {
     assert!(cookies > 0, "no cookie issued");
     assert!(resolved > 0, "no cookie resolved");
