@@ -32,11 +32,13 @@ BRANCH=${SERIES_BRANCH:?}
 #   entries, and patch 2 lists its files in the per-CPU allocator's
 #   (get_maintainer.pl below lists who they reach).
 IGNORE=FILE_PATH_CHANGES
-# kernel/trace/trace_entries.h lays out its fields in columns,
-# '__field(	u64,	cookie	)', which checkpatch reads as bad spacing; the
-# new entry follows the file's style, so checkpatch's reports on that file
-# are dropped.
+# kernel/trace/trace_entries.h lays out its entries in macros whose
+# fields stand in columns, '__field(	u64,	cookie	)', which checkpatch
+# reads as bad spacing, an open-ended line and misaligned parentheses;
+# the new entry follows the file's style, so checkpatch's reports of those
+# three types on that file are dropped, and only those.
 HOUSE_STYLE=kernel/trace/trace_entries.h
+HOUSE_TYPES="SPACING OPEN_ENDED_LINE PARENTHESIS_ALIGNMENT"
 
 name=$(git -C "$ROOT" config user.name || true)
 email=$(git -C "$ROOT" config user.email || true)
@@ -186,9 +188,14 @@ for p in "$OUT"/0*.patch; do
 	fi
 	# A report runs from its 'TYPE:' line to the next blank line and names
 	# its file in a 'FILE:' line.
-	complaints=$(echo "$report" | awk -v house="FILE: $HOUSE_STYLE:" '
-		function flush() { if (block != "" && !index(block, house)) print block "\n"; block = "" }
-		/^(ERROR|WARNING|CHECK):/ { flush(); block = $0; next }
+	complaints=$(echo "$report" | awk -v house="FILE: $HOUSE_STYLE:" -v types="$HOUSE_TYPES" '
+		BEGIN { split(types, t); for (i in t) house_type[t[i]] }
+		function flush() {
+			if (block != "" && !(index(block, house) && type in house_type))
+				print block "\n"
+			block = ""
+		}
+		/^(ERROR|WARNING|CHECK):/ { flush(); block = $0; split($0, f, ":"); type = f[2]; next }
 		/^$/ { flush(); next }
 		block != "" { block = block "\n" $0 }
 		END { flush() }
