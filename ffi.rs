@@ -205,9 +205,10 @@ pub unsafe extern "C" fn ftrace_stackmap_frames(
 
 /// Empties `map` and bumps its generation; see [`StackMap::reset`].
 ///
-/// Returns 0; -EAGAIN, with nothing changed, if `map` was replaced (the
-/// caller waits for its successor, which started empty, to be published);
-/// or -EOVERFLOW, with nothing changed, if `map` is at the last generation.
+/// Returns 0; -EAGAIN, with nothing changed, if `map` was replaced (its
+/// successor, which started empty, is the map to reset: a caller that
+/// orders its resets with the replacements never gets it); or -EOVERFLOW,
+/// with nothing changed, if `map` is at the last generation.
 ///
 /// # Safety
 ///

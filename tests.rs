@@ -844,10 +844,10 @@ mod cases {
         }
         let again = lookup(&new, &stack(2, 6)).expect("hit").cookie();
         assert_eq!(again.generation(), FIRST_GENERATION + 2);
-        // A reset that raced the replacement and reaches the old map later
-        // leaves it alone, and says so, so that its caller waits for the new
-        // map: the old map's recorders still in flight never get cookies of
-        // the new map's generation.
+        // A reset that reaches the old map after the replacement leaves it
+        // alone, and says so: the old map's recorders still in flight never
+        // get cookies of the new map's generation. (The glue orders its
+        // resets with the replacements, and never makes such a reset.)
         assert_eq!(old.reset(), Err(EAGAIN));
         assert_eq!(old.table().generation(), FIRST_GENERATION + 1);
         assert!(resolve(&old, second).is_some());
