@@ -43,20 +43,23 @@ ftracetest_section() {
 	$FTRACETEST -l $logs "$@" || status=1
 }
 
+# The tests' library: the options each test sets and puts back.
+. test.d/stackmap/stackmap.lib
+
 # top_settings: the settings of the top instance that the stackmap tests
-# change, each of which a test puts back at its end, and the size of the
-# map in use, which a test that changed stack_map_bits puts back too.
+# change, each of which a test puts back at its end (stackmap_test_begin
+# and stackmap_test_end), and the size of the map in use, which a test
+# that changed stack_map_bits puts back too.
 top_settings() {
-	for f in stack_map_bits options/stackmap options/stacktrace \
-		 options/func_stack_trace options/sym-offset $OUTPUT_OPTIONS \
-		 trace_clock; do
+	for f in stack_map_bits $stackmap_options trace_clock; do
 		echo "$f=`cat /sys/kernel/tracing/$f`"
 	done
 	grep '^capacity: ' /sys/kernel/tracing/stack_map_stat
 }
 
 # Options that change how the trace prints, which the tests set to their
-# defaults and put back, as they do the trace clock.
+# defaults and put back, as they do the trace clock: those of
+# $stackmap_options that a machine may well have set otherwise.
 OUTPUT_OPTIONS="options/irq-info options/print-parent options/latency-format
 		options/userstacktrace options/fields"
 
