@@ -251,10 +251,12 @@ pub(crate) struct Refs {
 }
 
 impl Refs {
-    /// Allocates the caches.
+    /// Allocates the caches; fails as [`Stats::new`] does.
+    ///
+    /// [`Stats::new`]: crate::stats::Stats::new
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            pending: PerCpuCounters::new(GFP_KERNEL)?,
+            pending: PerCpuCounters::new(GFP_KERNEL | __GFP_NOWARN)?,
         })
     }
 
