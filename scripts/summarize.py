@@ -21,7 +21,7 @@ skipped'.  Each of these also counts as a failed case:
   - a log that is missing or lacks the guest's exit marker, a boot whose
     qemu-run status (--exit-status) is not 0, and a log with a kernel
     splat (warning, BUG, Oops, stall, panic, OOM kill, allocation
-    failure report, NMI backtrace);
+    failure report, NMI backtrace, kmemleak's report of a leak);
   - a cargo test output that is missing or reports no test, and an
     ignored cargo test of a --must-run group;
   - a TAP output (--tap) with a problem of a section, as above.
@@ -50,6 +50,8 @@ SPLAT = re.compile(r"-{12}\[ cut here \]-{12}|WARNING:|BUG:|kernel BUG at"
                    r"|invoked oom-killer|Out of memory|page allocation (failure|stall)"
                    r"|vmalloc error:|percpu: allocation failed|NMI backtrace for cpu"
                    r"|haven't responded|nobody cared|unchecked MSR access"
+                   # An object kmemleak found no pointer to.
+                   r"|unreferenced object 0x"
                    # A KUnit assertion that failed outside the case's thread,
                    # which KUnit cannot fail.
                    r"|Failure not reported to KUnit")
