@@ -105,6 +105,21 @@ icount=()
 if [ -n "${ICOUNT-}" ] && [ "${accel%%,*}" = tcg ]; then
 	icount=(-icount "shift=$ICOUNT,sleep=off")
 fi
+# Under TCG without icount, an x86 guest's TSC is the host's. The guest
+# measures its rate against the PIT and the HPET at boot, within a few
+# tens of milliseconds that a busy host can take the vCPU away from: a
+# debug boot beside three others took its 2596 MHz TSC for 64 MHz ("PIT
+# calibration deviates from HPET"), and its clock then ran 40 times too
+# fast, timing out KUnit cases. When the host's kernel logged the rate,
+# the guest starts from it; its kernel still refines it against the HPET
+# over a second, once it boots.
+if [ "${accel%%,*}" = tcg ] && [ ${#icount[@]} -eq 0 ] &&
+   [ "$QEMU_SYSTEM" = qemu-system-x86_64 ] && [ "$(uname -m)" = x86_64 ]; then
+	tsc_khz=$(dmesg 2>/dev/null |
+		sed -n 's/.*tsc: \(Detected\|Refined TSC clocksource calibration:\) \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\2\3/p' |
+		tail -1)
+	[ -n "$tsc_khz" ] && APPEND="tsc_early_khz=$tsc_khz $APPEND"
+fi
 
 if [ "$INTERACTIVE" = 1 ]; then
 	echo "qemu: interactive guest; 'reboot -f' or Ctrl-A X ends it" >&2
