@@ -33,12 +33,15 @@ BASELINE="test.d/00basic test.d/instances test.d/ftrace/func_stack_tracer.tc
 # the events recorded from boot with the map's counters: its trace
 # clock is set from the start. Otherwise a guest that finds its TSC
 # unstable, as it may on a loaded host, switches the clock to "global"
-# at late init, which empties the buffer.
+# at late init, which empties the buffer. And the buffer must hold every
+# event from boot to those checks: on the debug kernel, whose KUnit run
+# takes minutes, the default 1.4 MB per CPU lost some 7500 sched_switch
+# events of a busy host's boot. An instance made later gets that size too.
 PLAIN_BOOT=""
 STACKMAP_BOOT="trace_options=stackmap,stacktrace ftrace_stackmap.bits=abc
 	       ftrace_stackmap.bits=-99999999999 ftrace_stackmap.bits=19
 	       ftrace_stackmap.bits=17
-	       trace_event=sched:sched_switch trace_clock=global
+	       trace_event=sched:sched_switch trace_clock=global trace_buf_size=8M
 	       reserve_mem=2M:4096:trace trace_instance=persistent@trace"
 # Our tests run on the first boot but for the two longest, which run on
 # the second after its checks (section stackmap-late), so that the boots
