@@ -27,10 +27,15 @@ export STACKMAP_FILL_MEMORY=1
 status=0
 
 # Prints the end of each failed case's log (ftracetest keeps only those),
-# after the section, where the summary does not read.
+# after the section, where the summary does not read: first the lines the
+# case printed itself, then the end of its whole log, commands traced. A
+# case's cleanup traces many commands, which can leave the line that says
+# why it stopped out of the second.
 failed_logs() { # log-dir
 	for log in "$1"/*-log.*; do
 		[ -f "$log" ] || continue
+		echo "check.sh: what ${log##*/} printed:"
+		grep -v '^+ ' "$log" | tail -n 20 | sed 's/^/|   /'
 		echo "check.sh: end of ${log##*/}:"
 		tail -n 40 "$log" | sed 's/^/|   /'
 	done

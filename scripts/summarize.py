@@ -91,8 +91,9 @@ def splat_window(log, before=4, after=10):
 
 
 def failed_case_logs(log, lines=10):
-    """Returns the last lines of each failed case's log that the guest's
-    check.sh printed ('check.sh: end of NAME:', then lines in '|   ')."""
+    """Returns the last lines of each part of a failed case's log that the
+    guest's check.sh printed ('check.sh: what NAME printed:' and
+    'check.sh: end of NAME:', each followed by lines in '|   ')."""
     out, name, tail = [], None, []
     for line in log.splitlines() + [""]:
         if line.startswith("|   ") and name is not None:
