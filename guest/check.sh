@@ -30,12 +30,16 @@ status=0
 # after the section, where the summary does not read: first the lines the
 # case printed itself, then the end of its whole log, commands traced. A
 # case's cleanup traces many commands, which can leave the line that says
-# why it stopped out of the second.
+# why it stopped out of the second. The lines a case printed are its log
+# less the commands traced, and less the lines of their arguments that
+# follow them, which the tests indent with tabs (awk programs): dash
+# traces arguments unquoted.
 failed_logs() { # log-dir
+	tab=`printf '\t'`
 	for log in "$1"/*-log.*; do
 		[ -f "$log" ] || continue
 		echo "check.sh: what ${log##*/} printed:"
-		grep -v '^+ ' "$log" | tail -n 20 | sed 's/^/|   /'
+		grep -v -e '^+ ' -e "^$tab" "$log" | tail -n 20 | sed 's/^/|   /'
 		echo "check.sh: end of ${log##*/}:"
 		tail -n 40 "$log" | sed 's/^/|   /'
 	done
