@@ -110,9 +110,8 @@ impl<H: StackHash> StackMap<H> {
     pub(crate) fn lookup(&self, frames: &[usize], rcu: ReadSection<'_>) -> Result<Found, Fallback> {
         match self.table.lookup_held(frames, rcu) {
             Some(cookie) => {
-                let found = Found::Hit(cookie);
-                self.stats.count(&Ok(found));
-                Ok(found)
+                self.stats.count_held();
+                Ok(Found::Hit(cookie))
             }
             None => self.lookup_hashed(frames, rcu),
         }

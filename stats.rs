@@ -32,19 +32,21 @@ use kernel::{
 };
 
 /// Number of counters per CPU.
-pub(crate) const COUNTERS: usize = 6;
+pub(crate) const COUNTERS: usize = 7;
 
 /// The index of one of a CPU's counters.
 type Counter = CounterIndex<COUNTERS>;
 
-// The index of each counter: stacks found, stacks inserted, and stacks
-// recorded in full, by [`Fallback`] reason.
+// The index of each counter: stacks found by a walk of their chain, stacks
+// inserted, stacks recorded in full, by [`Fallback`] reason, and stacks
+// found in their CPU's entry ([`Stats::count_held`]).
 const HITS: Counter = Counter::constant::<0>();
 const INSERTS: Counter = Counter::constant::<1>();
 const FULL: Counter = Counter::constant::<2>();
 const BUSY: Counter = Counter::constant::<3>();
 const DEPTH: Counter = Counter::constant::<4>();
 const RESET: Counter = Counter::constant::<5>();
+const HELD: Counter = Counter::constant::<6>();
 
 /// Returns the index of the counter of `outcome`.
 fn index(outcome: &core::result::Result<Found, Fallback>) -> Counter {
@@ -63,6 +65,9 @@ fn index(outcome: &core::result::Result<Found, Fallback>) -> Counter {
 pub(crate) struct Totals {
     /// Stacks found in the map.
     pub(crate) hits: u64,
+    /// Of the stacks found, those found in their CPU's entry, without the
+    /// hash or the walk of their chain.
+    pub(crate) held: u64,
     /// Stacks inserted into the map.
     pub(crate) inserts: u64,
     /// Fallbacks because the map was full.
@@ -87,6 +92,7 @@ impl Totals {
     /// Adds `other` into `self`, saturating.
     pub(crate) fn add(&mut self, other: &Totals) {
         self.hits = self.hits.saturating_add(other.hits);
+        self.held = self.held.saturating_add(other.held);
         self.inserts = self.inserts.saturating_add(other.inserts);
         self.full = self.full.saturating_add(other.full);
         self.busy = self.busy.saturating_add(other.busy);
@@ -117,10 +123,19 @@ impl Stats {
         })
     }
 
-    /// Counts the outcome of one lookup on the current CPU.
+    /// Counts the outcome of one lookup that hashed its stack on the current
+    /// CPU.
     #[inline]
     pub(crate) fn count(&self, outcome: &core::result::Result<Found, Fallback>) {
         self.counts.this_cpu_add(index(outcome), 1);
+    }
+
+    /// Counts a stack found in its CPU's entry on the current CPU: a hit,
+    /// counted apart from those found by a walk so that the share of the
+    /// hits the entries find can be told. It costs the same one add.
+    #[inline]
+    pub(crate) fn count_held(&self) {
+        self.counts.this_cpu_add(HELD, 1);
     }
 
     /// Returns counter `index` of `cpu` since the last reset.
@@ -137,8 +152,10 @@ impl Stats {
     /// Returns the counters of CPU `cpu`.
     pub(crate) fn cpu(&self, cpu: CpuId) -> Totals {
         let f = |index| self.since_reset(cpu, index);
+        let held = f(HELD);
         Totals {
-            hits: f(HITS),
+            hits: f(HITS).saturating_add(held),
+            held,
             inserts: f(INSERTS),
             full: f(FULL),
             busy: f(BUSY),

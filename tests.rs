@@ -895,19 +895,29 @@ mod cases {
                 lookups += 1;
             }
         }
+        // One stack recorded again and again: its CPU's entry holds it after
+        // at most `TAKE_EVERY` hits, and then finds it. The hits it finds
+        // count among the hits and apart from them.
+        let held = map.stats().totals().held;
+        for _ in 0..3 * TAKE_EVERY {
+            let _ = lookup(&map, &stack(7, 5));
+            lookups += 1;
+        }
         let _ = lookup(&map, &stack(0, MAX_DEPTH + 1));
         lookups += 1;
         let t = map.stats().totals();
         assert_eq!(t.inserts, 50);
-        assert_eq!(t.hits, 100);
+        assert_eq!(t.hits, 100 + 3 * TAKE_EVERY);
+        assert!(t.held > held && t.held <= t.hits);
         assert_eq!(t.depth, 1);
         assert_eq!(t.hits + t.inserts + t.fallbacks(), lookups);
-        let mut per_cpu = 0;
+        let (mut per_cpu, mut held_per_cpu) = (0, 0);
         for cpu in possible_cpus() {
             let c = map.stats().cpu(cpu);
             per_cpu += c.hits + c.inserts + c.fallbacks();
+            held_per_cpu += c.held;
         }
-        assert_eq!(per_cpu, lookups);
+        assert_eq!((per_cpu, held_per_cpu), (lookups, t.held));
         map.reset().expect("reset");
         let t = map.stats().totals();
         assert_eq!(t.hits + t.inserts + t.fallbacks(), 0);

@@ -192,6 +192,7 @@ fn print_stat(map: Option<&StackMap>, m: &SeqFile, bits: u32) {
     seq_print!(m, "fallback_reset: {}\n", totals.reset);
     seq_print!(m, "max_probe: {MAX_PROBE}\n");
     seq_print!(m, "stack_bytes: {stacks}\n");
+    seq_print!(m, "hits_held: {}\n", totals.held);
     for cpu in possible_cpus() {
         let t = map.map(|map| map.stats().cpu(cpu)).unwrap_or_default();
         seq_print!(
