@@ -60,9 +60,9 @@ instance_report() {
 		emit history $w $m wrapped 0
 	fi
 	if [ $m = on ]; then
-		for k in entries hits inserts fallback_full fallback_busy \
-			 fallback_depth fallback_reset capacity memory_bytes \
-			 stack_bytes; do
+		for k in entries hits hits_held inserts fallback_full \
+			 fallback_busy fallback_depth fallback_reset capacity \
+			 memory_bytes stack_bytes; do
 			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
 		done
 		# The depth of the stacks stored, from their records: stack_bytes
@@ -234,6 +234,10 @@ cost() {
 	# The depth of the stack recorded once per call.
 	emit cost $name stackmap depth `awk -v n=$((ROUNDS * 20000)) '
 		/^stack_id / && $6 >= n { print $8; exit }' $d/stack_map`
+	# How many of the map's hits the CPU's entry found.
+	for k in hits hits_held; do
+		emit cost $name stackmap $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
+	done
 	echo 0 > $d/options/func_stack_trace
 	echo nop > $d/current_tracer
 	rmdir $d

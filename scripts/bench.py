@@ -113,6 +113,17 @@ def median(values):
     return (v[n // 2] + v[(n - 1) // 2]) / 2 if n else float("nan")
 
 
+def held_share(stat):
+    """Of the hits in stack_map_stat figures, the share the CPU's entry found."""
+    if "hits_held" not in stat:
+        return None
+    return ratio(stat["hits_held"], stat.get("hits", 0))
+
+
+def percent(share):
+    return "-" if share is None or share != share else f"{100 * share:.1f}%"
+
+
 def ratios(rounds):
     """The on/off ratio of each round of (function, full_stack, stackmap)."""
     return [ratio(m - f, full - f) for f, full, m in rounds]
@@ -235,7 +246,9 @@ def main():
 
     print()
     print("Map memory and dedup at the end of each workload. Dedup: the stacks recorded as")
-    print("cookies over the stacks stored; 'refused': recorded in full for want of room.")
+    print("cookies over the stacks stored; 'held': the share of the hits that the CPU's")
+    print("entry found, with neither the hash nor the walk of a chain; 'refused': recorded")
+    print("in full for want of room.")
     print("Per stack: memory_bytes over the stacks stored (of mean depth 'depth'), against")
     print("the reference design's 520 and against 8 * depth + 16. A map not yet full holds")
     print("the room of the stacks it has yet to store: 'if full' spreads its footprint over")
@@ -244,7 +257,8 @@ def main():
     print("and the rest of the arena's last page; a record is a header word and a word per")
     print("frame).")
     print(f"{'workload':9} {'stacks':>6} {'recorded':>8} {'dedup':>7} {'depth':>5} "
-          f"{'per stack':>9} {'/ref':>6} {'if full':>7} {'budget':>6} {'refused':>7}")
+          f"{'held':>6} {'per stack':>9} {'/ref':>7} {'if full':>7} {'budget':>6} "
+          f"{'refused':>7}")
     full_maps = 0
     per_cpu = data["kernel"].get("memory", {}).get("map", {}).get("per_cpu_bytes")
     for name in WORKLOADS:
@@ -265,6 +279,7 @@ def main():
         fitting = arena_words(capacity) // (depth + RECORD_HEADER_WORDS)
         if_full = m["memory_bytes"] / fitting
         refused = m.get("fallback_full", 0)
+        held = held_share(m)
         # Full: the arena has no room left for a record of the stored
         # depth (a chain at max_probe refuses stacks too, arena or not).
         room = arena_words(capacity) - m.get("stack_bytes", 0) / 8
@@ -285,9 +300,11 @@ def main():
         result["dedup"][name] = {"stored": stacks, "recorded": recorded,
                                  "cookies": hits_inserts,
                                  "cookies_per_stored": ratio(hits_inserts, stacks),
+                                 "hits_held_share": held,
                                  "fallbacks": recorded - hits_inserts}
         print(f"{name:9} {stacks:6.0f} {recorded:8.0f} {ratio(hits_inserts, stacks):7.1f} "
-              f"{depth:5.1f} {footprint:9.1f} {footprint / REFERENCE_BYTES_PER_STACK:6.2f} "
+              f"{depth:5.1f} {percent(held):>6} {footprint:9.1f} "
+              f"{footprint / REFERENCE_BYTES_PER_STACK:7.2f} "
               f"{if_full:7.1f} {budget:6.1f} {refused:7.0f}")
         # Judged on a map whose arena filled: measured, not projected.
         if full:
@@ -330,18 +347,20 @@ def main():
         off = median([full - f for f, full, _ in rounds])
         on = median([m - f for f, _, m in rounds])
         x = median(ratios(rounds))
+        held = held_share(c["stackmap"])
         per_stack[depth] = off
         untraced = c.get("none", {}).get("run0")
         result["cost"][loop] = {"traced": traced, "stack_depth": depth, "rounds": rounds,
                                 "untraced_per_call": untraced,
                                 "function_per_call": function,
                                 "per_stack_off": off, "per_stack_on": on,
-                                "on_off_ratio": x}
+                                "on_off_ratio": x, "hits_held_share": held}
         print(f"  {loop} ({traced}, stack depth {depth:.0f}, {len(rounds)} rounds): "
               f"per call, {function:.0f} {unit} with the function tracer and no stack"
               + (f" ({untraced:.0f} untraced)" if untraced is not None else ""))
         print(f"    per recorded stack: full {off:.0f} {unit}, cookie {on:.0f} {unit}, "
-              f"on/off {x:.2f} (rounds: {min(ratios(rounds)):.2f} to {max(ratios(rounds)):.2f})")
+              f"on/off {x:.2f} (rounds: {min(ratios(rounds)):.2f} to {max(ratios(rounds)):.2f}); "
+              f"hits found in the CPU's entry: {percent(held)}")
         targets.append((f"{loop}: recording with the stackmap costs no more than without",
                         x <= 1.0, f"on/off {x:.2f} at depth {depth:.0f}"))
 
