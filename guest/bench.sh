@@ -14,6 +14,17 @@ cd /sys/kernel/tracing
 
 emit() { echo "@@BENCH $*"; }
 
+# emit_stats DIR TAGS KEY...: emit TAGS KEY and the value of each KEY, a
+# total of DIR's stack_map_stat.
+emit_stats() {
+	stat_dir=$1 stat_tags=$2
+	shift 2
+	for stat_key; do
+		emit $stat_tags $stat_key \
+			`grep "^$stat_key: " $stat_dir/stack_map_stat | cut -d' ' -f2`
+	done
+}
+
 # instance_report WORKLOAD MODE DIR: what the buffer of DIR retained.
 instance_report() {
 	w=$1 m=$2 d=$3
@@ -60,11 +71,9 @@ instance_report() {
 		emit history $w $m wrapped 0
 	fi
 	if [ $m = on ]; then
-		for k in entries hits hits_held inserts fallback_full \
-			 fallback_busy fallback_depth fallback_reset capacity \
-			 memory_bytes stack_bytes; do
-			emit map $w on $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
-		done
+		emit_stats $d "map $w on" entries hits hits_held inserts \
+			fallback_full fallback_busy fallback_depth fallback_reset \
+			capacity memory_bytes stack_bytes
 		# The depth of the stacks stored, from their records: stack_bytes
 		# also counts the room of inserts that lost a race.
 		set -- `awk '/^stack_id / { n++; frames += $NF }
@@ -235,9 +244,7 @@ cost() {
 	emit cost $name stackmap depth `awk -v n=$((ROUNDS * 20000)) '
 		/^stack_id / && $6 >= n { print $8; exit }' $d/stack_map`
 	# How many of the map's hits the CPU's entry found.
-	for k in hits hits_held; do
-		emit cost $name stackmap $k `grep "^$k: " $d/stack_map_stat | cut -d' ' -f2`
-	done
+	emit_stats $d "cost $name stackmap" hits hits_held
 	echo 0 > $d/options/func_stack_trace
 	echo nop > $d/current_tracer
 	rmdir $d
